@@ -1,0 +1,11 @@
+# Runs at the start of every notebook kernel the docs build launches (see conf.py).
+# A Python warning raised by a page's code becomes an exception, so the cell fails and
+# the build stops: a deprecated call cannot slip into a page as a line of stderr.
+# Warnings from the kernel's own machinery stay warnings; they are not the page's doing.
+import warnings
+
+warnings.filterwarnings("error")
+warnings.filterwarnings(
+    "default",
+    module=r"(ipykernel|IPython|jupyter_client|jupyter_core|zmq|traitlets|tornado|comm|debugpy)(\.|$)",
+)

@@ -1,0 +1,153 @@
+"""Sphinx configuration for the spmd-guide site.
+
+Every page is a MyST notebook executed during the build on CPU devices (8 unless
+JAX_NUM_CPU_DEVICES says otherwise). Executed notebooks are cached under _build; the
+cache is keyed on everything besides the code cells that can change an output, so a
+stale picture never survives a change to the library, the lock, JAX or the device count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+BUILD = DOCS / "_build"
+
+# The pages are written for CPU devices; a plain `sphinx-build` gets the same machine as nox.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("JAX_NUM_CPU_DEVICES", "8")
+
+import flax  # noqa: E402
+import jax  # noqa: E402
+import jaxlib  # noqa: E402
+
+import spmd_guide  # noqa: E402
+
+project = "spmd-guide"
+author = "The spmd-guide authors"
+copyright = "2026, the spmd-guide authors"
+release = spmd_guide.__version__
+
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.intersphinx",
+    "sphinx.ext.viewcode",
+    "sphinx_copybutton",
+    "sphinx_design",
+]
+
+exclude_patterns = ["_build", "_ext", "_inventories", "README.md", "**.ipynb_checkpoints"]
+nitpicky = True
+
+# -- Theme ---------------------------------------------------------------------------------
+html_theme = "furo"
+html_title = "spmd-guide"
+html_static_path = ["_static"]
+html_css_files = ["spmd-guide.css"]
+html_theme_options = {"navigation_with_keys": True}
+pygments_style = "friendly"
+pygments_dark_style = "monokai"
+
+# -- MyST and notebook execution --------------------------------------------------------------
+myst_enable_extensions = ["colon_fence", "dollarmath", "deflist", "substitution"]
+myst_heading_anchors = 3
+
+
+def _execution_fingerprint() -> str:
+    """A digest of what, besides a page's code cells, decides its outputs."""
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "src" / "spmd_guide").rglob("*.py")):
+        digest.update(str(path.relative_to(ROOT)).encode())
+        digest.update(path.read_bytes())
+    lock = ROOT / "requirements" / "lock.txt"
+    if lock.exists():
+        digest.update(lock.read_bytes())
+    digest.update((DOCS / "_ext" / "kernel_startup.py").read_bytes())
+    for part in (
+        jax.__version__,
+        jaxlib.__version__,
+        flax.__version__,
+        sys.version,
+        os.environ["JAX_PLATFORMS"],
+        os.environ["JAX_NUM_CPU_DEVICES"],
+    ):
+        digest.update(part.encode())
+    return digest.hexdigest()[:16]
+
+
+EXECUTION_FINGERPRINT = _execution_fingerprint()
+_cache_root = BUILD / "jupyter_cache"
+nb_execution_cache_path = str(_cache_root / EXECUTION_FINGERPRINT)
+# Caches made for another library, lock or device count can never be hit again.
+if _cache_root.is_dir():
+    for stale in _cache_root.iterdir():
+        if stale.name != EXECUTION_FINGERPRINT:
+            shutil.rmtree(stale, ignore_errors=True)
+# Creating the cache database up front avoids a race between parallel readers.
+from jupyter_cache import get_cache  # noqa: E402
+
+get_cache(nb_execution_cache_path)
+
+nb_execution_mode = os.environ.get("SPMD_GUIDE_EXECUTION_MODE", "cache")
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_execution_timeout = 300
+nb_merge_streams = True
+# XLA and absl log to stderr from C++; such lines say nothing about the page. Python
+# warnings cannot hide here: the kernel start-up file turns them into errors.
+nb_output_stderr = "remove"
+
+_ipython_dir = BUILD / "ipython"
+_startup = _ipython_dir / "profile_default" / "startup"
+_startup.mkdir(parents=True, exist_ok=True)
+shutil.copyfile(DOCS / "_ext" / "kernel_startup.py", _startup / "00-warnings-are-errors.py")
+os.environ["IPYTHONDIR"] = str(_ipython_dir)
+
+# -- Copy buttons: code only, never prompts or outputs -------------------------------------
+copybutton_selector = 'div[class*="highlight-"]:not(.output) > div.highlight pre'
+copybutton_prompt_text = r">>> |\.\.\. |\$ |In \[\d*\]: | {2,5}\.\.\.: "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = False
+
+# -- API reference ----------------------------------------------------------------------------
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+autodoc_typehints_format = "short"
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+
+# -- Cross-references that work offline -----------------------------------------------------
+# Inventories live in _inventories/ and are refreshed by `nox -s inventories` when online.
+# Only a project whose inventory is present is mapped, so the build never reaches the network.
+_INVENTORY_URLS = {
+    "python": "https://docs.python.org/3/",
+    "numpy": "https://numpy.org/doc/stable/",
+    "jax": "https://docs.jax.dev/en/latest/",
+    "flax": "https://flax.readthedocs.io/en/latest/",
+}
+intersphinx_mapping = {
+    name: (url, (str(DOCS / "_inventories" / f"{name}.inv"),))
+    for name, url in _INVENTORY_URLS.items()
+    if (DOCS / "_inventories" / f"{name}.inv").exists()
+}
+intersphinx_timeout = 5
+# Names from a project with no inventory here cannot resolve; say so rather than warn.
+nitpick_ignore_regex = [
+    (r"py:.*", rf"{name}(\..*)?")
+    for name in ("jax", "jaxlib", "flax", "numpy", "optax")
+    if name not in intersphinx_mapping
+]
+
+# Versions and device count, for pages that say what they were built with.
+myst_substitutions = {
+    "jax_version": jax.__version__,
+    "flax_version": flax.__version__,
+    "device_count": os.environ["JAX_NUM_CPU_DEVICES"],
+}

@@ -1,0 +1,163 @@
+"""Developer sessions for spmd-guide. `nox -l` lists them; README.md explains the main two."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import urllib.request
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+LOCK = ROOT / "requirements" / "lock.txt"
+DOCS_BUILD = ROOT / "docs" / "_build"
+INVENTORIES = ROOT / "docs" / "_inventories"
+TEST_DEVICE_COUNTS = (1, 2, 4, 8)
+DOCS_DEVICE_COUNT = 8
+
+nox.needs_version = ">=2025.2.9"
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["lint", "tests", "docs"]
+# uv must use the Python that runs nox, never fetch one.
+os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
+
+
+def cpu_devices_env(count: int) -> dict[str, str]:
+    """The environment that gives JAX `count` CPU devices."""
+    return {"JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": str(count)}
+
+
+def install(session: nox.Session, *groups: str) -> None:
+    """Install the project and the named dependency groups at the locked versions."""
+    requirements = [
+        req for group in groups for req in nox.project.dependency_groups(PYPROJECT, group)
+    ]
+    session.install("-c", str(LOCK), "-e", ".", *requirements)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Check style and formatting with ruff."""
+    session.install("-c", str(LOCK), *nox.project.dependency_groups(PYPROJECT, "lint"))
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the test suite at 1, 2, 4 and 8 CPU devices, each count in its own process."""
+    install(session, "test")
+    for count in TEST_DEVICE_COUNTS:
+        session.log(f"pytest on {count} CPU device(s)")
+        session.run("pytest", *session.posargs, env=cpu_devices_env(count))
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the site into docs/_build/html, pages executed on 8 CPU devices (-- --fresh)."""
+    install(session, "docs")
+    args = list(session.posargs)
+    if "--fresh" in args:
+        args.remove("--fresh")
+        session.log(f"removing {DOCS_BUILD} for a fully fresh build")
+        shutil.rmtree(DOCS_BUILD, ignore_errors=True)
+    session.run(
+        "sphinx-build",
+        "-W",
+        "-n",
+        "--keep-going",
+        "-b",
+        "html",
+        "-d",
+        str(DOCS_BUILD / "doctrees"),
+        "docs",
+        str(DOCS_BUILD / "html"),
+        *args,
+        env=cpu_devices_env(DOCS_DEVICE_COUNT),
+    )
+
+
+@nox.session(name="docs-live")
+def docs_live(session: nox.Session) -> None:
+    """Serve the site on 127.0.0.1:8000, rebuilding and re-executing only what a save changed."""
+    install(session, "docs")
+    session.run(
+        "sphinx-autobuild",
+        "-n",
+        "-d",
+        str(DOCS_BUILD / "doctrees"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8000",
+        # The build writes its HTML, doctrees, notebook cache and kernel profile under
+        # docs/_build; watching that would rebuild forever.
+        "--ignore",
+        str(DOCS_BUILD),
+        "--ignore",
+        "*.ipynb_checkpoints*",
+        "--watch",
+        "src/spmd_guide",
+        "docs",
+        str(DOCS_BUILD / "html"),
+        *session.posargs,
+        env=cpu_devices_env(DOCS_DEVICE_COUNT),
+    )
+
+
+@nox.session(venv_backend="none")
+def lock(session: nox.Session) -> None:
+    """Re-resolve requirements/lock.txt from pyproject.toml (needs uv and the network)."""
+    session.run(
+        "uv",
+        "pip",
+        "compile",
+        "pyproject.toml",
+        "--group",
+        "docs",
+        "--group",
+        "test",
+        "--group",
+        "lint",
+        "--python-version",
+        "3.11",
+        "--upgrade",
+        "--output-file",
+        str(LOCK.relative_to(ROOT)),
+        *session.posargs,
+        external=True,
+    )
+
+
+INVENTORY_SOURCES = {
+    "python": "https://docs.python.org/3/objects.inv",
+    "numpy": "https://numpy.org/doc/stable/objects.inv",
+    "jax": "https://docs.jax.dev/en/latest/objects.inv",
+    "flax": "https://flax.readthedocs.io/en/latest/objects.inv",
+}
+
+
+@nox.session(venv_backend="none")
+def inventories(session: nox.Session) -> None:
+    """Download the intersphinx inventories into docs/_inventories (needs the network)."""
+    INVENTORIES.mkdir(exist_ok=True)
+    failed = []
+    for name, url in INVENTORY_SOURCES.items():
+        target = INVENTORIES / f"{name}.inv"
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                data = response.read()
+        except OSError as error:
+            failed.append(name)
+            session.warn(f"{name}: could not fetch {url} ({error}); keeping what is there")
+            continue
+        if not data.startswith(b"# Sphinx inventory version 2"):
+            failed.append(name)
+            session.warn(f"{name}: {url} did not return a Sphinx inventory; keeping what is there")
+            continue
+        target.write_bytes(data)
+        session.log(f"{name}: wrote {target.relative_to(ROOT)} ({len(data)} bytes)")
+    if failed:
+        session.error(f"not refreshed: {', '.join(failed)}")
