@@ -15,7 +15,7 @@ def run_fresh(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     """Run `code` in a new Python process whose JAX has not started yet."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        [sys.executable, "-W", "error", "-c", textwrap.dedent(code)],
         env={**clean, **env},
         capture_output=True,
         text=True,

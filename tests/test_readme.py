@@ -16,7 +16,11 @@ def test_readme_snippet_runs_and_prints_its_comment():
     promised = re.search(r"print\(.*\)\s+# (.+)", snippet).group(1).strip()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
     result = subprocess.run(
-        [sys.executable, "-c", snippet], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-W", "error", "-c", snippet],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == promised
