@@ -9,3 +9,6 @@ warnings.filterwarnings(
     "default",
     module=r"(ipykernel|IPython|jupyter_client|jupyter_core|zmq|traitlets|tornado|comm|debugpy)(\.|$)",
 )
+
+# A cell that raises on purpose should show the error, not JAX's internal call stack.
+get_ipython().run_line_magic("xmode", "minimal")  # noqa: F821
