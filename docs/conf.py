@@ -103,6 +103,9 @@ nb_merge_streams = True
 # XLA and absl log to stderr from C++; such lines say nothing about the page. Python
 # warnings cannot hide here: the kernel start-up file turns them into errors.
 nb_output_stderr = "remove"
+# Error outputs carry ANSI colours; the ANSI lexer renders any message, where the IPython
+# traceback lexer chokes on some (a backtick in the message is enough).
+nb_render_error_lexer = "myst-ansi"
 
 _ipython_dir = BUILD / "ipython"
 _startup = _ipython_dir / "profile_default" / "startup"
