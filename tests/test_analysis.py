@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from spmd_guide import make_mesh
+from spmd_guide.analysis import COLLECTIVES, bytes_per_device, count_collectives, total_bytes
+
+
+@pytest.fixture
+def mesh(cpu_devices):
+    return make_mesh((len(cpu_devices),), ("data",), axis_types="auto")
+
+
+def test_a_sharded_array_costs_each_device_its_block(mesh):
+    n = mesh.size
+    x = jax.device_put(jnp.zeros((8 * n, 4), jnp.float32), NamedSharding(mesh, P("data")))
+    assert bytes_per_device(x) == {d.id: 8 * 4 * 4 for d in mesh.devices.flat}
+    assert total_bytes(x) == 8 * n * 4 * 4
+
+
+def test_a_replicated_array_costs_every_device_in_full(mesh):
+    x = jax.device_put(jnp.zeros(10, jnp.float32), NamedSharding(mesh, P()))
+    assert set(bytes_per_device(x).values()) == {40}
+
+
+def test_bytes_add_up_over_a_pytree(mesh):
+    tree = {
+        "sharded": jax.device_put(
+            jnp.zeros(mesh.size * 2, jnp.int32), NamedSharding(mesh, P("data"))
+        ),
+        "replicated": jax.device_put(jnp.zeros(3, jnp.float32), NamedSharding(mesh, P())),
+    }
+    assert set(bytes_per_device(tree).values()) == {2 * 4 + 3 * 4}
+
+
+def test_a_numpy_leaf_is_refused_with_a_fix():
+    with pytest.raises(TypeError, match=r"jax\.device_put"):
+        bytes_per_device({"w": np.zeros(3)})
+
+
+def test_a_psum_compiles_to_one_all_reduce(mesh):
+    def total(x):
+        return jax.shard_map(
+            lambda block: jax.lax.psum(block.sum(), "data"),
+            mesh=mesh,
+            in_specs=P("data"),
+            out_specs=P(),
+        )(x)
+
+    compiled = jax.jit(total).lower(jnp.arange(8.0 * mesh.size)).compile()
+    counts = count_collectives(compiled)
+    assert set(counts) == set(COLLECTIVES)
+    assert counts["all-reduce"] == 1
+    assert sum(counts.values()) == counts["all-reduce"]
+
+
+def test_counting_reads_instructions_not_names():
+    hlo = """
+  %all-gather-start.1 = (f32[4]{0}, f32[32]{0}) all-gather-start(f32[4]{0} %p), dimensions={0}
+  %all-gather-done.1 = f32[32]{0} all-gather-done((f32[4]{0}, f32[32]{0}) %all-gather-start.1)
+  %ar = f32[] all-reduce(f32[] %x), to_apply=%add
+  %rs = f32[4]{0} reduce-scatter(f32[32]{0} %y), dimensions={0}, to_apply=%add
+  %cp = f32[4]{0} collective-permute(f32[4]{0} %z), source_target_pairs={{0,1},{1,0}}
+  %fusion.all-reduce.2 = f32[] fusion(f32[] %w), calls=%fused
+"""
+    assert count_collectives(hlo) == {
+        "all-reduce": 1,
+        "all-gather": 1,
+        "reduce-scatter": 1,
+        "collective-permute": 1,
+        "all-to-all": 0,
+    }
