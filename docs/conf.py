@@ -56,7 +56,8 @@ pygments_style = "friendly"
 pygments_dark_style = "monokai"
 
 # -- MyST and notebook execution --------------------------------------------------------------
-myst_enable_extensions = ["colon_fence", "dollarmath", "deflist", "substitution"]
+# No dollarmath: maths would need MathJax from a CDN, and the site works offline.
+myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
 myst_heading_anchors = 3
 
 
@@ -100,6 +101,8 @@ nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_execution_timeout = 300
 nb_merge_streams = True
+# Markdown that a cell displays (such as a measured table) is parsed as MyST, tables included.
+nb_render_markdown_format = "myst"
 # XLA and absl log to stderr from C++; such lines say nothing about the page. Python
 # warnings cannot hide here: the kernel start-up file turns them into errors.
 nb_output_stderr = "remove"
@@ -142,10 +145,13 @@ intersphinx_mapping = {
 }
 intersphinx_timeout = 5
 # Names from a project with no inventory here cannot resolve; say so rather than warn.
+# Type hints name flax's NNX classes by the short alias the code imports (`nnx.Module`).
+_UNMAPPED = {"jax": ("jax", "jaxlib"), "flax": ("flax", "nnx"), "numpy": ("numpy", "np")}
 nitpick_ignore_regex = [
-    (r"py:.*", rf"{name}(\..*)?")
-    for name in ("jax", "jaxlib", "flax", "numpy", "optax")
-    if name not in intersphinx_mapping
+    (r"py:.*", rf"{prefix}(\..*)?")
+    for project, prefixes in {**_UNMAPPED, "optax": ("optax",)}.items()
+    if project not in intersphinx_mapping
+    for prefix in prefixes
 ]
 
 # Versions and device count, for pages that say what they were built with.

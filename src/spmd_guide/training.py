@@ -1,4 +1,6 @@
-"""A jitted, sharded training step for an NNX model, placed by a :class:`ShardingPlan`."""
+"""A jitted, sharded training step for an NNX model, placed by a
+:class:`~spmd_guide.strategies.ShardingPlan`.
+"""
 
 from __future__ import annotations
 
