@@ -21,7 +21,7 @@ def shard_map_psum(x: jax.Array, *, mesh: Mesh | None = None) -> jax.Array:
         mesh: a mesh with an axis ``'data'``; by default, one device.
 
     Returns:
-        A scalar: the total of ``x``.
+        The total of ``x``, a scalar.
 
     Raises:
         ValueError: if ``x`` is not 1-D, the mesh has no ``'data'`` axis, or the length of ``x``

@@ -27,7 +27,8 @@ def shard_map_vs_vmap(x: jax.Array, *, mesh: Mesh | None = None) -> jax.Array:
         mesh: a mesh with an axis ``'data'``; by default, one device.
 
     Returns:
-        An array of shape (2, B): row 0 from ``shard_map``, row 1 from ``vmap``.
+        An array of shape (2, B), with the ``shard_map`` results in row 0 and the ``vmap``
+        results in row 1.
 
     Raises:
         ValueError: if ``x`` is not 2-D, the mesh has no ``'data'`` axis, or B does not divide
