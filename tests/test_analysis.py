@@ -8,7 +8,13 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from spmd_guide import make_mesh
-from spmd_guide.analysis import COLLECTIVES, bytes_per_device, count_collectives, total_bytes
+from spmd_guide.analysis import (
+    COLLECTIVES,
+    blocks_by_device,
+    bytes_per_device,
+    count_collectives,
+    total_bytes,
+)
 
 
 @pytest.fixture
@@ -75,3 +81,12 @@ def test_counting_reads_instructions_not_names():
         "collective-permute": 1,
         "all-to-all": 0,
     }
+
+
+def test_blocks_by_device_shows_each_devices_rows(mesh):
+    n = mesh.size
+    x = jax.device_put(jnp.arange(2.0 * n).reshape(n, 2), NamedSharding(mesh, P("data")))
+    blocks = blocks_by_device(x)
+    assert list(blocks) == sorted(d.id for d in mesh.devices.flat)
+    for position, device in enumerate(mesh.devices.flat):
+        assert blocks[device.id].tolist() == [[2.0 * position, 2.0 * position + 1]]

@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 import jax
+import numpy as np
 
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
 """The collective operations :func:`count_collectives` looks for in compiled HLO."""
@@ -35,6 +36,14 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
         for shard in leaf.addressable_shards:
             totals[shard.device.id] += shard.data.nbytes
     return dict(sorted(totals.items()))
+
+
+def blocks_by_device(array: jax.Array) -> dict[int, np.ndarray]:
+    """What each device holds of ``array``, by device id, as NumPy arrays."""
+    return {
+        shard.device.id: np.asarray(shard.data)
+        for shard in sorted(array.addressable_shards, key=lambda shard: shard.device.id)
+    }
 
 
 def total_bytes(tree: Any) -> int:
