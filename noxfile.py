@@ -19,7 +19,7 @@ DOCS_DEVICE_COUNT = 8
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "tests", "docs"]
+nox.options.sessions = ["lint", "tests", "multihost", "docs"]
 # uv must use the Python that runs nox, never fetch one.
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
 
@@ -52,6 +52,27 @@ def tests(session: nox.Session) -> None:
     for count in TEST_DEVICE_COUNTS:
         session.log(f"pytest on {count} CPU device(s)")
         session.run("pytest", *session.posargs, env=cpu_devices_env(count))
+
+
+@nox.session
+def multihost(session: nox.Session) -> None:
+    """Run the multi-process example as 2 processes x 4 CPU devices; pass if both agree."""
+    install(session)
+    session.run(
+        "python",
+        "-m",
+        "spmd_guide.launch",
+        "-n",
+        "2",
+        "--devices-per-process",
+        "4",
+        "--timeout",
+        "300",
+        "--check-agree",
+        "global result",
+        "examples/multihost/global_computation.py",
+        *session.posargs,
+    )
 
 
 @nox.session

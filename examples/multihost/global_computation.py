@@ -1,0 +1,124 @@
+"""One program, several processes: a global mesh, a global array, and collectives across both.
+
+Run it with the launcher, which starts every process and tells each how to join:
+
+    python -m spmd_guide.launch -n 2 --devices-per-process 4 \
+        examples/multihost/global_computation.py
+
+Under a cluster scheduler, start one copy per host instead; the coordinator address, process
+count and process id come from the flags below, from JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES
+and JAX_PROCESS_ID, or from JAX's own detection of SLURM, Open MPI, Kubernetes or Cloud TPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--coordinator-address", default=os.environ.get("JAX_COORDINATOR_ADDRESS"))
+    parser.add_argument("--num-processes", type=int, default=_env_int("JAX_NUM_PROCESSES"))
+    parser.add_argument("--process-id", type=int, default=_env_int("JAX_PROCESS_ID"))
+    parser.add_argument(
+        "--init-timeout", type=int, default=60, help="seconds to wait for the other processes"
+    )
+    parser.add_argument("--output", help="file the report is written to, by process 0 only")
+    return parser.parse_args(argv)
+
+
+def _env_int(name: str) -> int | None:
+    value = os.environ.get(name)
+    return int(value) if value else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+
+    import jax
+
+    jax.config.update("jax_platforms", "cpu")
+    # CPU devices in different processes talk through Gloo; on GPUs and TPUs JAX picks the
+    # interconnect itself.
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    me = args.process_id if args.process_id is not None else "?"
+    # If the other processes never come, JAX's runtime ends this process with a C++ abort and a
+    # stack trace. A watchdog says what went wrong first, in one line, and exits cleanly.
+    joined = threading.Event()
+
+    def give_up() -> None:
+        if not joined.wait(args.init_timeout):
+            print(
+                f"process {me}: could not join {args.num_processes} process(es) through the "
+                f"coordinator at {args.coordinator_address} within {args.init_timeout} s. Check "
+                "that every process was started with the same coordinator address and process "
+                "count, and that process 0 is running.",
+                file=sys.stderr,
+                flush=True,
+            )
+            os._exit(1)
+
+    threading.Thread(target=give_up, daemon=True).start()
+    try:
+        jax.distributed.initialize(
+            coordinator_address=args.coordinator_address,
+            num_processes=args.num_processes,
+            process_id=args.process_id,
+            # Longer than the watchdog, so that the clear message comes first.
+            initialization_timeout=args.init_timeout + 30,
+        )
+    except (ValueError, TypeError, RuntimeError) as error:
+        # Raised when nothing says how to join, and no cluster scheduler was detected.
+        print(
+            f"process {me}: cannot start ({error}). Run it with python -m spmd_guide.launch, "
+            "or pass --coordinator-address, --num-processes and --process-id.",
+            file=sys.stderr,
+        )
+        return 2
+    joined.set()
+
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    index, count = jax.process_index(), jax.process_count()
+    print(
+        f"process {index} of {count}: {jax.local_device_count()} local devices, "
+        f"{jax.device_count()} global devices"
+    )
+
+    # A mesh over every process's devices. Each process can only address its own.
+    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    rows_per_process = 2 * jax.local_device_count()
+    everything = np.arange(count * rows_per_process * 3, dtype=np.float32).reshape(-1, 3)
+    # Each process loads only its own rows, as it would read its own shard of a dataset.
+    mine = everything[index * rows_per_process : (index + 1) * rows_per_process]
+    x = jax.make_array_from_process_local_data(NamedSharding(mesh, P("data")), mine)
+    print(f"process {index}: local rows {mine.shape}, global array {jax.typeof(x)}")
+
+    squares = jax.jit(lambda a: jnp.sum(a**2))(x)
+    total = jax.shard_map(
+        lambda block: jax.lax.psum(block.sum(), "data"),
+        mesh=mesh,
+        in_specs=P("data"),
+        out_specs=P(),
+    )(x)
+    # Replicated results are addressable on every process; read them anywhere.
+    result = f"global result: sum of squares {float(squares):.1f}, psum total {float(total):.1f}"
+    print(result)
+
+    if index == 0 and args.output:
+        # Every process holds the answer, but only one should write it.
+        with open(args.output, "w") as report:
+            report.write(result + "\n")
+        print(f"process 0 wrote {args.output}")
+    jax.distributed.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

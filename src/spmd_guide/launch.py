@@ -1,0 +1,194 @@
+"""Start a multi-process JAX program on this machine, as a cluster scheduler would.
+
+    python -m spmd_guide.launch -n 2 --devices-per-process 4 SCRIPT [ARGS...]
+
+starts ``n`` copies of ``SCRIPT``, each told through the environment how to join the others:
+``JAX_COORDINATOR_ADDRESS`` (127.0.0.1 and a free port), ``JAX_NUM_PROCESSES`` and
+``JAX_PROCESS_ID``, plus ``JAX_NUM_CPU_DEVICES`` and CPU collectives over Gloo. Their output is
+forwarded line by line, prefixed with the process id. The launcher fails as soon as any process
+fails, never waits longer than ``--timeout``, and stops every process it started on the way out,
+Ctrl-C included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
+
+DEFAULT_TIMEOUT = 300.0
+
+
+@dataclass
+class LaunchResult:
+    """How a launch ended: its exit code, a reason when it failed, and each process's output."""
+
+    returncode: int
+    reason: str = ""
+    outputs: dict[int, list[str]] = field(default_factory=dict)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing is listening on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def process_env(process_id: int, num_processes: int, devices: int, port: int) -> dict[str, str]:
+    """The environment that tells one process how to join the others."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+    env.update(
+        {
+            "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}",
+            "JAX_NUM_PROCESSES": str(num_processes),
+            "JAX_PROCESS_ID": str(process_id),
+            "JAX_PLATFORMS": "cpu",
+            "JAX_NUM_CPU_DEVICES": str(devices),
+            "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    return env
+
+
+def launch(
+    command: Sequence[str],
+    *,
+    num_processes: int,
+    devices_per_process: int,
+    timeout: float = DEFAULT_TIMEOUT,
+    out: TextIO | None = None,
+) -> LaunchResult:
+    """Run ``command`` as ``num_processes`` cooperating processes; see the module docstring.
+
+    Raises:
+        ValueError: if a count is not positive or the timeout is not positive.
+    """
+    if num_processes < 1 or devices_per_process < 1:
+        raise ValueError(
+            f"need at least one process and one device each, got -n {num_processes} and "
+            f"--devices-per-process {devices_per_process}"
+        )
+    if timeout <= 0:
+        raise ValueError(f"--timeout must be positive, got {timeout}")
+    out = out or sys.stdout
+    port = free_port()
+    lock = threading.Lock()
+    result = LaunchResult(returncode=0, outputs={i: [] for i in range(num_processes)})
+    processes: list[subprocess.Popen[str]] = []
+    readers: list[threading.Thread] = []
+
+    def forward(process_id: int, stream: TextIO) -> None:
+        for line in stream:
+            line = line.rstrip("\n")
+            with lock:
+                result.outputs[process_id].append(line)
+                print(f"[{process_id}] {line}", file=out, flush=True)
+
+    try:
+        for process_id in range(num_processes):
+            process = subprocess.Popen(
+                list(command),
+                env=process_env(process_id, num_processes, devices_per_process, port),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            processes.append(process)
+            reader = threading.Thread(
+                target=forward, args=(process_id, process.stdout), daemon=True
+            )
+            reader.start()
+            readers.append(reader)
+        deadline = time.monotonic() + timeout
+        while True:
+            codes = [p.poll() for p in processes]
+            failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
+            if failed:
+                i, code = failed[0]
+                result.returncode, result.reason = 1, f"process {i} exited with code {code}"
+                break
+            if all(c == 0 for c in codes):
+                break
+            if time.monotonic() > deadline:
+                running = [str(i) for i, c in enumerate(codes) if c is None]
+                result.returncode = 1
+                result.reason = (
+                    f"timed out after {timeout:g} s; still running: process "
+                    f"{', '.join(running)}. A process that waits for peers which never come "
+                    "(a wrong process count, or a coordinator that is not up) looks like this"
+                )
+                break
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        result.returncode, result.reason = 130, "interrupted"
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+        for process in processes:
+            process.wait()
+        for reader in readers:
+            reader.join(timeout=5)
+        for process in processes:
+            process.stdout.close()
+    if result.reason:
+        print(f"launch: {result.reason}; stopped all {num_processes} processes", file=sys.stderr)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m spmd_guide.launch",
+        description="Run a JAX script as several cooperating processes on this machine.",
+    )
+    parser.add_argument("-n", "--num-processes", type=int, default=2)
+    parser.add_argument("--devices-per-process", type=int, default=4)
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds (default: 300)"
+    )
+    parser.add_argument(
+        "--check-agree",
+        metavar="PREFIX",
+        help="fail unless every process prints the same line starting with PREFIX",
+    )
+    parser.add_argument("script")
+    parser.add_argument("args", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    if not os.path.isfile(args.script):
+        parser.error(f"no such script: {args.script}")
+    try:
+        result = launch(
+            [sys.executable, args.script, *args.args],
+            num_processes=args.num_processes,
+            devices_per_process=args.devices_per_process,
+            timeout=args.timeout,
+        )
+    except ValueError as error:
+        parser.error(str(error))
+    if result.returncode or not args.check_agree:
+        return result.returncode
+    found = {
+        i: [line for line in lines if line.startswith(args.check_agree)]
+        for i, lines in result.outputs.items()
+    }
+    distinct = {tuple(lines) for lines in found.values()}
+    if any(not lines for lines in found.values()) or len(distinct) != 1:
+        print(
+            f"launch: the processes do not agree on {args.check_agree!r}: {found}", file=sys.stderr
+        )
+        return 1
+    print(f"launch: all {len(found)} processes agree: {found[0][0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""The launcher runs a real multi-process JAX program, and fails fast and clearly when it must."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import pytest
+
+from spmd_guide.launch import launch
+
+ROOT = Path(__file__).parents[1]
+EXAMPLE = ROOT / "examples" / "multihost" / "global_computation.py"
+
+pytestmark = pytest.mark.skipif(
+    jax.device_count() != 8, reason="starts its own processes; run once, in the 8-device pass"
+)
+
+
+def run_launcher(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "spmd_guide.launch", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def test_two_processes_build_one_global_mesh_and_agree(tmp_path):
+    report = tmp_path / "report.txt"
+    result = run_launcher(
+        "-n",
+        "2",
+        "--devices-per-process",
+        "4",
+        "--check-agree",
+        "global result",
+        str(EXAMPLE),
+        "--output",
+        str(report),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    for i in (0, 1):
+        assert f"[{i}] process {i} of 2: 4 local devices, 8 global devices" in out
+        assert f"[{i}] process {i}: local rows (8, 3), global array float32[16@data,3]" in out
+    # 0..47 in 16 rows of 3: the sum is 1128 and the sum of squares 35720.
+    assert "global result: sum of squares 35720.0, psum total 1128.0" in out
+    assert "launch: all 2 processes agree" in out
+    assert report.read_text() == "global result: sum of squares 35720.0, psum total 1128.0\n"
+    assert "[1] process 0 wrote" not in out and "[0] process 0 wrote" in out
+
+
+def test_a_wrong_process_count_fails_clearly_within_the_timeout():
+    start = time.monotonic()
+    result = run_launcher(
+        "-n",
+        "2",
+        "--devices-per-process",
+        "2",
+        "--timeout",
+        "60",
+        str(EXAMPLE),
+        "--num-processes",
+        "3",
+        "--init-timeout",
+        "5",
+    )
+    assert result.returncode == 1
+    assert "could not join 3 process(es)" in result.stdout
+    assert "exited with code 1; stopped all 2 processes" in result.stderr
+    assert time.monotonic() - start < 45
+
+
+def test_a_process_with_no_coordinator_fails_clearly(tmp_path):
+    env_free = {"PATH": "/usr/bin:/bin"}
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(EXAMPLE),
+            "--coordinator-address",
+            "127.0.0.1:9",
+            "--num-processes",
+            "2",
+            "--process-id",
+            "1",
+            "--init-timeout",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env_free,
+    )
+    assert result.returncode == 1
+    assert (
+        "could not join 2 process(es) through the coordinator at 127.0.0.1:9 within 3 s"
+        in result.stderr
+    )
+    assert "Traceback" not in result.stderr
+
+
+def test_one_failing_process_stops_the_rest_at_once(tmp_path):
+    script = tmp_path / "one_fails.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "if os.environ['JAX_PROCESS_ID'] == '1':\n"
+        "    print('giving up'); sys.exit(3)\n"
+        "time.sleep(600)\n"
+    )
+    start = time.monotonic()
+    out = io.StringIO()
+    result = launch([sys.executable, str(script)], num_processes=2, devices_per_process=1, out=out)
+    assert result.returncode == 1
+    assert result.reason == "process 1 exited with code 3"
+    assert "[1] giving up" in out.getvalue()
+    assert time.monotonic() - start < 30
+
+
+def test_a_hung_run_times_out(tmp_path):
+    script = tmp_path / "hangs.py"
+    script.write_text("import time\ntime.sleep(600)\n")
+    start = time.monotonic()
+    result = launch(
+        [sys.executable, str(script)],
+        num_processes=2,
+        devices_per_process=1,
+        timeout=2,
+        out=io.StringIO(),
+    )
+    assert result.returncode == 1
+    assert result.reason.startswith("timed out after 2 s; still running: process 0, 1")
+    assert time.monotonic() - start < 20
+
+
+def test_each_process_is_told_how_to_join(tmp_path):
+    script = tmp_path / "env.py"
+    script.write_text(
+        "import os\n"
+        "print(os.environ['JAX_PROCESS_ID'], os.environ['JAX_NUM_PROCESSES'],"
+        " os.environ['JAX_NUM_CPU_DEVICES'], os.environ['JAX_COORDINATOR_ADDRESS'].split(':')[0])\n"
+    )
+    result = launch(
+        [sys.executable, str(script)], num_processes=3, devices_per_process=2, out=io.StringIO()
+    )
+    assert result.returncode == 0
+    assert {i: lines for i, lines in result.outputs.items()} == {
+        i: [f"{i} 3 2 127.0.0.1"] for i in range(3)
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-n", "0", "x.py"], "no such script"),
+        (["-n", "0", str(EXAMPLE)], "need at least one process"),
+        (["--timeout", "0", str(EXAMPLE)], "--timeout must be positive"),
+    ],
+)
+def test_bad_arguments_are_refused(args, message):
+    result = run_launcher(*args, timeout=60)
+    assert result.returncode == 2
+    assert message in result.stderr
