@@ -19,7 +19,7 @@ DOCS_DEVICE_COUNT = 8
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "tests", "multihost", "docs"]
+nox.options.sessions = ["lint", "tests", "multihost", "docs", "browser"]
 # uv must use the Python that runs nox, never fetch one.
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
 
@@ -128,6 +128,24 @@ def docs_live(session: nox.Session) -> None:
     )
 
 
+@nox.session
+def browser(session: nox.Session) -> None:
+    """Test the built site in headless Chromium: loads, search, themes, copy, links."""
+    if not Path("/usr/bin/chromium").exists():
+        session.error("needs Debian's Chromium at /usr/bin/chromium: apt-get install chromium")
+    if not (DOCS_BUILD / "html" / "index.html").exists():
+        session.error("no built site: run `nox -s docs` first")
+    session.install("-c", str(LOCK), *nox.project.dependency_groups(PYPROJECT, "browser"))
+    session.run("pytest", "browser_tests", "-p", "no:cacheprovider", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Time cold and incremental docs builds against their targets; print a table."""
+    install(session, "docs")
+    session.run("python", "benchmarks/docs_build.py", *session.posargs)
+
+
 @nox.session(venv_backend="none")
 def lock(session: nox.Session) -> None:
     """Re-resolve requirements/lock.txt from pyproject.toml (needs uv and the network)."""
@@ -142,6 +160,8 @@ def lock(session: nox.Session) -> None:
         "test",
         "--group",
         "lint",
+        "--group",
+        "browser",
         "--python-version",
         "3.11",
         "--upgrade",

@@ -28,6 +28,8 @@ import jaxlib  # noqa: E402
 
 import spmd_guide  # noqa: E402
 
+sys.path.insert(0, str(DOCS / "_ext"))
+
 project = "spmd-guide"
 author = "The spmd-guide authors"
 copyright = "2026, the spmd-guide authors"
@@ -41,10 +43,40 @@ extensions = [
     "sphinx.ext.viewcode",
     "sphinx_copybutton",
     "sphinx_design",
+    "notfound.extension",
+    "sphinx_sitemap",
+    "sphinxext.opengraph",
+    "source_downloads",
 ]
 
 exclude_patterns = ["_build", "_ext", "_inventories", "README.md", "**.ipynb_checkpoints"]
 nitpicky = True
+
+# -- Hosting ---------------------------------------------------------------------------------
+# Where the site is served. Read the Docs sets its canonical URL; the GitHub Pages workflow sets
+# SPMD_GUIDE_BASE_URL; a local build points at the docs-live preview.
+html_baseurl = os.environ.get(
+    "SPMD_GUIDE_BASE_URL", os.environ.get("READTHEDOCS_CANONICAL_URL", "http://127.0.0.1:8000/")
+)
+if not html_baseurl.endswith("/"):
+    html_baseurl += "/"
+sitemap_url_scheme = "{link}"
+ogp_site_url = html_baseurl
+ogp_site_name = "spmd-guide"
+ogp_description_length = 200
+ogp_enable_meta_description = True
+from urllib.parse import urlparse  # noqa: E402
+
+notfound_urls_prefix = urlparse(html_baseurl).path or "/"
+notfound_context = {
+    "title": "Page not found",
+    "body": "<h1>Page not found</h1><p>There is no page at this address. It may have moved: "
+    'try the search box, or start from the <a href="'
+    + notfound_urls_prefix
+    + 'index.html">home page</a>.</p>',
+}
+# Keep the `.md` suffix on copied sources, so the download links serve real Markdown files.
+html_sourcelink_suffix = ""
 
 # -- Theme ---------------------------------------------------------------------------------
 html_theme = "furo"

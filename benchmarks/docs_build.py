@@ -1,0 +1,144 @@
+"""Benchmark the docs build: cold, unchanged, after a prose edit, after a library edit.
+
+    nox -s bench            (or: python benchmarks/docs_build.py, with the docs dependencies)
+
+The build runs on a copy of docs/, src/ and requirements/ in a temporary directory, so the
+working tree and its docs/_build are never touched. For each case it reports the wall time and
+which pages were executed, and it compares the cold build with the execution floor: the sum of
+the pages' own execution times. It exits 1 if a target is missed:
+
+- a rebuild with nothing changed takes under 10% of the cold build;
+- a prose edit re-executes nothing;
+- the cold build takes at most 1.5 times the execution floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXECUTED = re.compile(r"(\S+\.md): Executed notebook in ([\d.]+) seconds")
+
+
+@dataclass
+class Case:
+    name: str
+    seconds: float
+    executed: dict[str, float]
+
+
+def build(workdir: Path, jobs: str) -> Case:
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": "8"}
+    docs, out = workdir / "docs", workdir / "docs" / "_build"
+    command = [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-W",
+        "-n",
+        "-j",
+        jobs,
+        "-b",
+        "html",
+        "-d",
+        str(out / "doctrees"),
+        str(docs),
+        str(out / "html"),
+    ]
+    start = time.perf_counter()
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if result.returncode:
+        sys.exit(f"the build failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    executed = {
+        str(Path(path).relative_to(docs)): float(t)
+        for path, t in EXECUTED.findall(result.stdout + result.stderr)
+    }
+    return Case("", seconds, executed)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("-j", "--jobs", default="auto", help="sphinx-build -j (default: auto)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="spmd-guide-bench-") as tmp:
+        work = Path(tmp)
+        for part in ("docs", "src", "requirements"):
+            shutil.copytree(ROOT / part, work / part, ignore=shutil.ignore_patterns("_build"))
+        cases = []
+        for name, edit in [
+            ("cold build", None),
+            ("rebuild, nothing changed", None),
+            (
+                "prose edit in one page",
+                lambda: _append(
+                    work / "docs" / "tutorial" / "sharded-computation.md",
+                    "\nOne more sentence of prose.\n",
+                ),
+            ),
+            (
+                "edit in spmd_guide",
+                lambda: _append(work / "src" / "spmd_guide" / "meshes.py", "\n# an edit\n"),
+            ),
+        ]:
+            if edit:
+                edit()
+            case = build(work, args.jobs)
+            case.name = name
+            cases.append(case)
+            print(
+                f"  {name}: {case.seconds:.1f} s, {len(case.executed)} page(s) executed", flush=True
+            )
+        html = work / "docs" / "_build" / "html"
+        pages = sorted(html.rglob("*.html"), key=lambda p: p.stat().st_size, reverse=True)
+        largest = pages[0]
+        largest_size = largest.stat().st_size
+        largest_name = str(largest.relative_to(html))
+
+    cold, unchanged, prose, library = cases
+    floor = sum(cold.executed.values())
+    print()
+    print("| case | seconds | pages executed |")
+    print("| --- | ---: | ---: |")
+    for case in cases:
+        print(f"| {case.name} | {case.seconds:.1f} | {len(case.executed)} |")
+    print(f"| execution floor (sum of the cold build's page times) | {floor:.1f} | |")
+    print()
+    print(f"largest page: {largest_name}, {largest_size / 1e6:.2f} MB of HTML")
+    checks = [
+        (
+            f"no-change rebuild: {unchanged.seconds / cold.seconds:.1%} of the cold build (< 10%)",
+            unchanged.seconds < 0.10 * cold.seconds,
+        ),
+        (f"a prose edit executed {len(prose.executed)} page(s) (0)", not prose.executed),
+        (
+            f"the cold build is {cold.seconds / floor:.2f}x the execution floor (<= 1.5x)",
+            cold.seconds <= 1.5 * floor,
+        ),
+        (
+            f"a library edit re-executed {len(library.executed)} of {len(cold.executed)} pages",
+            len(library.executed) == len(cold.executed),
+        ),
+        (f"the largest page is {largest_size / 1e6:.2f} MB (< 1 MB)", largest_size < 1_000_000),
+    ]
+    print()
+    for text, ok in checks:
+        print(f"{'ok  ' if ok else 'MISS'} {text}")
+    return 0 if all(ok for _, ok in checks) else 1
+
+
+def _append(path: Path, text: str) -> None:
+    path.write_text(path.read_text() + text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
