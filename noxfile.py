@@ -89,6 +89,9 @@ def docs(session: nox.Session) -> None:
         "-W",
         "-n",
         "--keep-going",
+        # Pages execute while they are read; reading in parallel runs them side by side.
+        "-j",
+        "auto",
         "-b",
         "html",
         "-d",
