@@ -2,7 +2,7 @@
 
     nox -s bench            (or: python benchmarks/docs_build.py, with the docs dependencies)
 
-The build runs on a copy of docs/, src/ and requirements/ in a temporary directory, so the
+The build runs on a copy of docs/, src/, examples/ and requirements/ in a temporary directory, so the
 working tree and its docs/_build are never touched. For each case it reports the wall time and
 which pages were executed, and it compares the cold build with the execution floor: the sum of
 the pages' own execution times. It exits 1 if a target is missed:
@@ -72,7 +72,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="spmd-guide-bench-") as tmp:
         work = Path(tmp)
-        for part in ("docs", "src", "requirements"):
+        for part in ("docs", "src", "requirements", "examples"):
             shutil.copytree(ROOT / part, work / part, ignore=shutil.ignore_patterns("_build"))
         cases = []
         for name, edit in [
