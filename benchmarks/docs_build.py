@@ -3,9 +3,9 @@
     nox -s bench            (or: python benchmarks/docs_build.py, with the docs dependencies)
 
 The build runs on a copy of docs/, src/, examples/ and requirements/ in a temporary directory,
-so the working tree and its docs/_build are never touched. For each case it reports the wall time and
-which pages were executed, and it compares the cold build with the execution floor: the sum of
-the pages' own execution times. It exits 1 if a target is missed:
+so the working tree and its docs/_build are never touched. For each case it reports the wall
+time and which pages were executed, and it compares the cold build with the execution floor:
+the sum of the pages' own execution times. It exits 1 if a target is missed:
 
 - a rebuild with nothing changed takes under 10% of the cold build;
 - a prose edit re-executes nothing;
