@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -9,11 +8,12 @@ import jax
 import pytest
 
 from spmd_guide import requested_device_count, use_cpu_devices
+from spmd_guide.devices import environment_without_jax_settings
 
 
 def run_fresh(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     """Run `code` in a new Python process whose JAX has not started yet."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+    clean = environment_without_jax_settings()
     return subprocess.run(
         [sys.executable, "-W", "error", "-c", textwrap.dedent(code)],
         env={**clean, **env},

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -10,6 +9,8 @@ from pathlib import Path
 
 import jax
 import pytest
+
+from spmd_guide.devices import environment_without_jax_settings
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "distributed" / "sharding_spmd.py"
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def run_example(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+    env = environment_without_jax_settings()
     return subprocess.run(
         [sys.executable, "-W", "error", str(EXAMPLE), *args],
         env=env,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+from spmd_guide.devices import environment_without_jax_settings
 
 README = Path(__file__).parents[1] / "README.md"
 
@@ -14,7 +15,7 @@ README = Path(__file__).parents[1] / "README.md"
 def test_readme_snippet_runs_and_prints_its_comment():
     (snippet,) = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
     promised = re.search(r"print\(.*\)\s+# (.+)", snippet).group(1).strip()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+    env = environment_without_jax_settings()
     result = subprocess.run(
         [sys.executable, "-W", "error", "-c", snippet],
         env=env,

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from spmd_guide.devices import environment_without_jax_settings
+
 DEVICE_COUNTS = (1, 2, 4, 8)
 """The device counts a solution is checked on."""
 
@@ -211,7 +213,7 @@ def check(
 
 
 def _run_worker(name: str, path: Path, devices: int, case_timeout: float) -> DeviceRun:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+    env = environment_without_jax_settings()
     env.update(
         {"JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": str(devices), "PYTHONUNBUFFERED": "1"}
     )

@@ -36,6 +36,15 @@ def requested_device_count(default: int = DEFAULT_DEVICE_COUNT) -> int:
     return _check_count(count, source=f"{_COUNT_VARIABLE}={raw!r}")
 
 
+def environment_without_jax_settings() -> dict[str, str]:
+    """This process's environment, less every ``JAX_*`` and ``XLA_*`` variable.
+
+    For starting a new Python process whose JAX should be configured afresh (by its own code or
+    by settings added to this dict), not inherit this process's device count or platform.
+    """
+    return {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+
+
 def use_cpu_devices(count: int | None = None) -> list[jax.Device]:
     """Make JAX run on ``count`` CPU devices and return them.
 

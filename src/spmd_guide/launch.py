@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from spmd_guide.devices import environment_without_jax_settings
+
 DEFAULT_TIMEOUT = 300.0
 
 
@@ -44,7 +46,7 @@ def free_port() -> int:
 
 def process_env(process_id: int, num_processes: int, devices: int, port: int) -> dict[str, str]:
     """The environment that tells one process how to join the others."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+    env = environment_without_jax_settings()
     env.update(
         {
             "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}",
