@@ -71,7 +71,7 @@ def _from_collective(error: BaseException) -> bool:
     return any("lax/parallel.py" in frame.filename for frame in frames)
 
 
-def _common_hint(error: BaseException | None, expected: Any, got: Any) -> str | None:
+def _common_hint(error: BaseException | None) -> str | None:
     if isinstance(error, NotImplementedError):
         return "the function still raises NotImplementedError: replace the starter's body"
     if error is not None and _from_collective(error):
@@ -102,7 +102,7 @@ def _psum_cases(devices: int) -> list[Case]:
 
 
 def _psum_diagnose(case, expected, got, error, devices) -> str | None:
-    hint = _common_hint(error, expected, got)
+    hint = _common_hint(error)
     if hint or error is not None:
         if error is not None and "out_specs" in str(error) and "replicat" in str(error):
             return (
@@ -150,7 +150,7 @@ def _vs_vmap_cases(devices: int) -> list[Case]:
 
 
 def _vs_vmap_diagnose(case, expected, got, error, devices) -> str | None:
-    hint = _common_hint(error, expected, got)
+    hint = _common_hint(error)
     if hint or error is not None:
         return hint
     got = np.asarray(got)
@@ -194,7 +194,7 @@ def _one_affine_map_fits(x: np.ndarray, out: np.ndarray) -> bool:
 
 
 def _simulate_diagnose(case, expected, got, error, devices) -> str | None:
-    hint = _common_hint(error, expected, got)
+    hint = _common_hint(error)
     if hint:
         return hint
     if error is not None:
