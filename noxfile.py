@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 import os
+import platform
 import shutil
+import sys
 import urllib.request
 from pathlib import Path
 
 import nox
+from packaging.specifiers import SpecifierSet
 
 ROOT = Path(__file__).parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+
+# Sessions run on the Python that runs nox. On one too old for the locked JAX, the install
+# would fail deep in the resolver; say so in one line instead.
+REQUIRES_PYTHON = SpecifierSet(PYPROJECT["project"]["requires-python"])
+(OLDEST_PYTHON,) = (spec.version for spec in REQUIRES_PYTHON if spec.operator == ">=")
+if platform.python_version() not in REQUIRES_PYTHON:
+    sys.exit(
+        f"nox is running on Python {platform.python_version()} ({sys.executable}), but "
+        f"spmd-guide needs Python {REQUIRES_PYTHON} (JAX 0.11 and newer dropped Python 3.11): "
+        "install and run nox with a newer Python, e.g. `python3.13 -m pip install nox` then "
+        "`python3.13 -m nox -s docs` (under pyenv, put `PYENV_VERSION=3.13` before each)."
+    )
 LOCK = ROOT / "requirements" / "lock.txt"
 DOCS_BUILD = ROOT / "docs" / "_build"
 INVENTORIES = ROOT / "docs" / "_inventories"
@@ -29,12 +44,44 @@ def cpu_devices_env(count: int) -> dict[str, str]:
     return {"JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": str(count)}
 
 
-def install(session: nox.Session, *groups: str) -> None:
-    """Install the project and the named dependency groups at the locked versions."""
+def install(session: nox.Session, *groups: str, locked: bool = True) -> None:
+    """Install the project and the named dependency groups, at the locked versions unless
+    `locked` is false (then at the newest releases the index serves)."""
     requirements = [
         req for group in groups for req in nox.project.dependency_groups(PYPROJECT, group)
     ]
-    session.install("-c", str(LOCK), "-e", ".", *requirements)
+    constraints = ["-c", str(LOCK)] if locked else []
+    session.install(*constraints, "-e", ".", *requirements)
+
+
+def run_tests(session: nox.Session) -> None:
+    """pytest at each of TEST_DEVICE_COUNTS, each count in its own process."""
+    for count in TEST_DEVICE_COUNTS:
+        session.log(f"pytest on {count} CPU device(s)")
+        session.run("pytest", *session.posargs, env=cpu_devices_env(count))
+
+
+def build_docs(
+    session: nox.Session, out: Path, *args: str, env: dict[str, str] | None = None
+) -> None:
+    """sphinx-build the site into out/html, warnings as errors, pages executed on CPU devices."""
+    session.run(
+        "sphinx-build",
+        "-W",
+        "-n",
+        "--keep-going",
+        # Pages execute while they are read; reading in parallel runs them side by side.
+        "-j",
+        "auto",
+        "-b",
+        "html",
+        "-d",
+        str(out / "doctrees"),
+        "docs",
+        str(out / "html"),
+        *args,
+        env={**cpu_devices_env(DOCS_DEVICE_COUNT), **(env or {})},
+    )
 
 
 @nox.session
@@ -49,9 +96,7 @@ def lint(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Run the test suite at 1, 2, 4 and 8 CPU devices, each count in its own process."""
     install(session, "test")
-    for count in TEST_DEVICE_COUNTS:
-        session.log(f"pytest on {count} CPU device(s)")
-        session.run("pytest", *session.posargs, env=cpu_devices_env(count))
+    run_tests(session)
 
 
 @nox.session
@@ -84,23 +129,23 @@ def docs(session: nox.Session) -> None:
         args.remove("--fresh")
         session.log(f"removing {DOCS_BUILD} for a fully fresh build")
         shutil.rmtree(DOCS_BUILD, ignore_errors=True)
+    build_docs(session, DOCS_BUILD, *args)
+
+
+@nox.session(name="docs-latest")
+def docs_latest(session: nox.Session) -> None:
+    """Drift canary: run the tests and build the site on the newest releases, ignoring the lock."""
+    install(session, "docs", "test", locked=False)
     session.run(
-        "sphinx-build",
-        "-W",
-        "-n",
-        "--keep-going",
-        # Pages execute while they are read; reading in parallel runs them side by side.
-        "-j",
-        "auto",
-        "-b",
-        "html",
-        "-d",
-        str(DOCS_BUILD / "doctrees"),
-        "docs",
-        str(DOCS_BUILD / "html"),
-        *args,
-        env=cpu_devices_env(DOCS_DEVICE_COUNT),
+        "python",
+        "-c",
+        "import flax, jax, jaxlib, optax, sphinx; print('newest releases: jax', jax.__version__,"
+        " 'jaxlib', jaxlib.__version__, 'flax', flax.__version__, 'optax', optax.__version__,"
+        " 'sphinx', sphinx.__version__)",
     )
+    run_tests(session)
+    # Its own build directory, every page executed afresh, so the locked build's cache stays.
+    build_docs(session, DOCS_BUILD / "latest", env={"SPMD_GUIDE_EXECUTION_MODE": "force"})
 
 
 @nox.session(name="docs-live")
@@ -165,8 +210,9 @@ def lock(session: nox.Session) -> None:
         "lint",
         "--group",
         "browser",
+        # The oldest supported Python, so the lock installs on every supported one.
         "--python-version",
-        "3.11",
+        OLDEST_PYTHON,
         "--upgrade",
         "--output-file",
         str(LOCK.relative_to(ROOT)),
