@@ -206,3 +206,15 @@ def test_no_page_is_over_a_megabyte():
     sizes = {page: (SITE / page).stat().st_size for page in PAGES}
     largest = max(sizes, key=sizes.get)
     assert sizes[largest] < 1_000_000, (largest, sizes[largest])
+
+
+def test_every_page_names_the_locked_versions_that_executed_it():
+    lock = (SITE.parents[2] / "requirements" / "lock.txt").read_text()
+    locked = dict(re.findall(r"^(jax|jaxlib|flax)==(\S+)$", lock, flags=re.M))
+    expected = (
+        f"JAX {locked['jax']}, jaxlib {locked['jaxlib']} and Flax {locked['flax']} on 8 CPU devices"
+    )
+    for page in PAGES:
+        footer = re.search(r'<p class="build-versions">(.*?)</p>', (SITE / page).read_text(), re.S)
+        assert footer is not None, f"{page} has no versions footer"
+        assert expected in " ".join(footer.group(1).split()), (page, footer.group(1))

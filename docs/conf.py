@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shutil
 import sys
 from pathlib import Path
@@ -49,7 +50,14 @@ extensions = [
     "source_downloads",
 ]
 
-exclude_patterns = ["_build", "_ext", "_inventories", "README.md", "**.ipynb_checkpoints"]
+exclude_patterns = [
+    "_build",
+    "_ext",
+    "_inventories",
+    "_templates",
+    "README.md",
+    "**.ipynb_checkpoints",
+]
 nitpicky = True
 
 # -- Hosting ---------------------------------------------------------------------------------
@@ -82,6 +90,7 @@ html_sourcelink_suffix = ""
 html_theme = "furo"
 html_title = "spmd-guide"
 html_static_path = ["_static"]
+templates_path = ["_templates"]
 html_css_files = ["spmd-guide.css"]
 html_theme_options = {"navigation_with_keys": True}
 pygments_style = "friendly"
@@ -115,20 +124,23 @@ def _execution_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
+# `cache` executes a page only when its code or the fingerprint changed; `force` (the drift
+# canary's) executes every page and touches no cache.
+nb_execution_mode = os.environ.get("SPMD_GUIDE_EXECUTION_MODE", "cache")
 EXECUTION_FINGERPRINT = _execution_fingerprint()
 _cache_root = BUILD / "jupyter_cache"
 nb_execution_cache_path = str(_cache_root / EXECUTION_FINGERPRINT)
-# Caches made for another library, lock or device count can never be hit again.
-if _cache_root.is_dir():
-    for stale in _cache_root.iterdir():
-        if stale.name != EXECUTION_FINGERPRINT:
-            shutil.rmtree(stale, ignore_errors=True)
-# Creating the cache database up front avoids a race between parallel readers.
-from jupyter_cache import get_cache  # noqa: E402
+if nb_execution_mode == "cache":
+    # Caches made for another library, lock or device count can never be hit again.
+    if _cache_root.is_dir():
+        for stale in _cache_root.iterdir():
+            if stale.name != EXECUTION_FINGERPRINT:
+                shutil.rmtree(stale, ignore_errors=True)
+    # Creating the cache database up front avoids a race between parallel readers.
+    from jupyter_cache import get_cache
 
-get_cache(nb_execution_cache_path)
+    get_cache(nb_execution_cache_path)
 
-nb_execution_mode = os.environ.get("SPMD_GUIDE_EXECUTION_MODE", "cache")
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_execution_timeout = 300
@@ -186,9 +198,14 @@ nitpick_ignore_regex = [
     for prefix in prefixes
 ]
 
-# Versions and device count, for pages that say what they were built with.
-myst_substitutions = {
+# What executed the pages: named on the pages that say so (as substitutions) and in the footer
+# of every page (docs/_templates/page.html).
+BUILT_WITH = {
     "jax_version": jax.__version__,
+    "jaxlib_version": jaxlib.__version__,
     "flax_version": flax.__version__,
+    "python_version": platform.python_version(),
     "device_count": os.environ["JAX_NUM_CPU_DEVICES"],
 }
+myst_substitutions = BUILT_WITH
+html_context = {"built_with": BUILT_WITH}
