@@ -105,7 +105,9 @@ myst_heading_anchors = 3
 def _execution_fingerprint() -> str:
     """A digest of what, besides a page's code cells, decides its outputs."""
     digest = hashlib.sha256()
-    for path in sorted((ROOT / "src" / "spmd_guide").rglob("*.py")):
+    # Pages import the package and run the examples.
+    sources = [*(ROOT / "src" / "spmd_guide").rglob("*.py"), *(ROOT / "examples").rglob("*.py")]
+    for path in sorted(sources):
         digest.update(str(path.relative_to(ROOT)).encode())
         digest.update(path.read_bytes())
     lock = ROOT / "requirements" / "lock.txt"

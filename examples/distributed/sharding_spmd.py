@@ -1,34 +1,73 @@
 """Train a small Flax NNX model sharded over a device mesh, by a strategy of your choice.
 
-    python examples/distributed/sharding_spmd.py --strategy fsdp --mesh 8 --steps 20
-    python examples/distributed/sharding_spmd.py --strategy 2d --mesh 4x2
+    python examples/distributed/sharding_spmd.py --strategy fsdp --steps 20
+    python examples/distributed/sharding_spmd.py --strategy 2d --mesh 2x4
 
-Strategies: dp (data parallel), tp (tensor parallel), 2d (data x tensor), fsdp (fully
-sharded). With no accelerator, the script runs on 8 CPU devices unless JAX_NUM_CPU_DEVICES
-says otherwise. It prints the sharding plan, the bytes each device holds, and the loss.
+Every weight of the model names its dimensions with logical axes ("embed", "mlp", "classes").
+A strategy is a table of rules that maps those names to the mesh's axes, so switching from data
+parallel to tensor parallel or FSDP is switching the table. The model and its Adam optimizer are
+created by a jitted function under the mesh, so every parameter and every moment is created
+already split: no device ever holds a whole sharded weight. Training is a plain jitted step; the
+batch is split over the mesh's "data" axis.
+
+The script needs only jax, flax, optax and numpy. It runs on GPUs and TPUs as it is (give --mesh
+sizes that multiply to their count); on a machine with only a CPU, JAX is given 8 CPU devices
+unless JAX_NUM_CPU_DEVICES says otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 
-DEFAULT_MESH = {"dp": "8", "tp": "1x8", "2d": "4x2", "fsdp": "8"}
+# Strategy -> (mesh axis names, default mesh shape, rules from logical axes to mesh axes).
+# A mesh axis of None keeps that dimension whole (replicated).
+STRATEGIES = {
+    "dp": (
+        ("data",),
+        (8,),
+        (("batch", "data"), ("embed", None), ("mlp", None), ("classes", None)),
+    ),
+    "fsdp": (
+        ("data",),
+        (8,),
+        (("batch", "data"), ("embed", "data"), ("mlp", None), ("classes", None)),
+    ),
+    "tp": (
+        ("data", "model"),
+        (1, 8),
+        (("batch", "data"), ("embed", None), ("mlp", "model"), ("classes", None)),
+    ),
+    "2d": (
+        ("data", "model"),
+        (4, 2),
+        (("batch", "data"), ("embed", None), ("mlp", "model"), ("classes", None)),
+    ),
+}
+EMBED, MLP_WIDTH, CLASSES = 128, 512, 16
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--strategy", choices=("dp", "tp", "2d", "fsdp"), default="2d")
+    parser.add_argument("--strategy", choices=STRATEGIES, default="2d")
     parser.add_argument(
         "--mesh",
-        help="mesh shape: 8 for one 'data' axis, or DxM (e.g. 4x2) for 'data' x 'model' "
-        "(default: 8 for dp and fsdp, 1x8 for tp, 4x2 for 2d)",
+        help="mesh shape: 8 for dp and fsdp (one 'data' axis), DxM such as 4x2 for tp and 2d "
+        "('data' x 'model'); default 8 for dp and fsdp, 1x8 for tp, 4x2 for 2d",
     )
     parser.add_argument("--steps", type=int, default=20, help="training steps (default: 20)")
     parser.add_argument("--batch-size", type=int, default=256, help="global batch (default: 256)")
     args = parser.parse_args(argv)
-    args.mesh_shape = parse_mesh(parser, args.mesh or DEFAULT_MESH[args.strategy])
+    axis_names, default_shape, _ = STRATEGIES[args.strategy]
+    args.mesh_shape = parse_mesh(parser, args.mesh) if args.mesh else default_shape
+    if len(args.mesh_shape) != len(axis_names):
+        example = "x".join(map(str, default_shape))
+        parser.error(
+            f"strategy {args.strategy!r} uses mesh axes {axis_names}: give --mesh with "
+            f"{len(axis_names)} size(s), e.g. {example}"
+        )
     if args.steps < 1:
         parser.error(f"--steps must be at least 1, got {args.steps}")
     return args
@@ -39,54 +78,129 @@ def parse_mesh(parser: argparse.ArgumentParser, text: str) -> tuple[int, ...]:
         shape = tuple(int(part) for part in text.lower().split("x"))
     except ValueError:
         parser.error(f"--mesh {text!r} is not a shape; write 8 or 4x2")
-    if not 1 <= len(shape) <= 2 or min(shape) < 1:
-        parser.error(f"--mesh {text!r} must have one or two positive sizes, e.g. 8 or 4x2")
+    if min(shape) < 1:
+        parser.error(f"--mesh {text!r} must have positive sizes, e.g. 8 or 4x2")
     return shape
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    axis_names, _, rules = STRATEGIES[args.strategy]
 
-    import jax  # noqa: F401  (imported after parsing, so --help is instant)
+    # Imported after parsing, so --help and argument errors are instant.
+    import jax
+    import numpy as np
     import optax
     from flax import nnx
+    from jax.sharding import AxisType, NamedSharding
+    from jax.sharding import PartitionSpec as P
 
-    from spmd_guide import make_mesh, use_cpu_devices
-    from spmd_guide.analysis import bytes_per_device, total_bytes
-    from spmd_guide.models import MLP, synthetic_classification
-    from spmd_guide.strategies import plan_sharding
-    from spmd_guide.training import ShardedTrainer
-
-    devices = use_cpu_devices()
-    names = ("data",) if len(args.mesh_shape) == 1 else ("data", "model")
-    try:
-        mesh = make_mesh(args.mesh_shape, names, axis_types="auto")
-        model = MLP((64, 512, 512, 16), rngs=nnx.Rngs(0))
-        plan = plan_sharding(model, args.strategy, mesh)
-        plan.batch_sharding(args.batch_size)
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
+    if "JAX_NUM_CPU_DEVICES" not in os.environ:
+        jax.config.update("jax_num_cpu_devices", 8)  # used only when the CPU is the platform
+    devices = jax.devices()
+    needed = math.prod(args.mesh_shape)
+    if needed != len(devices):
+        print(
+            f"error: --mesh {'x'.join(map(str, args.mesh_shape))} needs {needed} devices but "
+            f"{len(devices)} are available; choose sizes whose product is {len(devices)}",
+            file=sys.stderr,
+        )
+        return 2
+    batch_axis = dict(rules)["batch"]
+    mesh_sizes = dict(zip(axis_names, args.mesh_shape, strict=True))
+    data_size = mesh_sizes[batch_axis]
+    if args.batch_size % data_size:
+        padded = math.ceil(args.batch_size / data_size) * data_size
+        print(
+            f"error: batch {args.batch_size} is not divisible by the {data_size} devices on "
+            f"axis {batch_axis!r}; use --batch-size {padded}",
+            file=sys.stderr,
+        )
         return 2
 
-    print(f"{len(devices)} {devices[0].platform.upper()} devices")
-    print(plan)
+    class MLP(nnx.Module):
+        """embed -> mlp -> embed -> classes, every weight labelled with its logical axes."""
 
-    trainer = ShardedTrainer(model, optax.adam(1e-3), plan)
-    params = nnx.state(trainer.model, nnx.Param)
-    opt_state = nnx.state(trainer.optimizer, nnx.OptState)
-    per_device = bytes_per_device(params)
+        def __init__(self, rngs: nnx.Rngs):
+            def dense(n_in, n_out, axes):
+                return nnx.Linear(
+                    n_in,
+                    n_out,
+                    kernel_init=nnx.with_partitioning(nnx.initializers.lecun_normal(), axes),
+                    bias_init=nnx.with_partitioning(nnx.initializers.zeros_init(), axes[1:]),
+                    rngs=rngs,
+                )
+
+            self.up = dense(EMBED, MLP_WIDTH, ("embed", "mlp"))
+            self.down = dense(MLP_WIDTH, EMBED, ("mlp", "embed"))
+            self.head = dense(EMBED, CLASSES, ("embed", "classes"))
+
+        def __call__(self, x):
+            return self.head(nnx.relu(self.down(nnx.relu(self.up(x)))))
+
+    mesh = jax.make_mesh(args.mesh_shape, axis_names, axis_types=(AxisType.Auto,) * len(axis_names))
+
+    @nnx.jit
+    def create_model_and_optimizer():
+        model = MLP(nnx.Rngs(0))
+        return model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+
+    # Under the mesh and the rules, each weight's logical axes become a sharding, and jit
+    # creates it already split.
+    with jax.set_mesh(mesh), nnx.logical_axis_rules(rules):
+        model, optimizer = create_model_and_optimizer()
+
+    @nnx.jit
+    def train_step(model, optimizer, x, y):
+        def loss_fn(model):
+            logits = model(x)
+            return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+        loss, grads = nnx.value_and_grad(loss_fn)(model)
+        optimizer.update(model, grads)
+        return loss
+
+    print(f"{len(devices)} {devices[0].platform.upper()} devices")
+    shape_text = ", ".join(f"{name}={size}" for name, size in mesh_sizes.items())
+    print(f"strategy {args.strategy!r} on mesh ({shape_text})")
+    print("rules: " + ", ".join(f"{logical} -> {axis}" for logical, axis in rules))
+    for path, param in nnx.to_flat_state(nnx.state(model, nnx.Param)):
+        array = param[...]
+        name = "/".join(map(str, path))
+        local = array.addressable_shards[0].data.shape
+        print(f"  {name:12} {array.shape!s:11} {array.sharding.spec!s:18} per device {local}")
+
+    def bytes_by_device(tree):
+        totals = dict.fromkeys(range(len(devices)), 0)
+        for leaf in jax.tree.leaves(tree):
+            for shard in leaf.addressable_shards:
+                totals[shard.device.id] += shard.data.nbytes
+        return totals
+
+    params = nnx.state(model, nnx.Param)
+    total = sum(leaf.nbytes for leaf in jax.tree.leaves(params))
+    per_device = bytes_by_device(params)
     print(
-        f"parameters: {total_bytes(params):,} bytes in all; per device: "
+        f"parameters: {total:,} bytes in all; per device: "
         + ", ".join(f"{d}:{b:,}" for d, b in per_device.items())
     )
-    print(f"optimizer state per device: {max(bytes_per_device(opt_state).values()):,} bytes")
+    opt_bytes = bytes_by_device(nnx.state(optimizer, nnx.OptState))
+    print(f"optimizer state per device: {max(opt_bytes.values()):,} bytes")
 
-    x, y = synthetic_classification(args.batch_size * 8, 64, 16)
-    losses = trainer.fit(x, y, steps=args.steps, batch_size=args.batch_size)
+    # A learnable task: the label is the argmax of a fixed linear map of the input.
+    rng = np.random.default_rng(0)
+    teacher = rng.normal(size=(EMBED, CLASSES))
+    x_all = rng.normal(size=(8 * args.batch_size, EMBED)).astype(np.float32)
+    y_all = np.argmax(x_all @ teacher, axis=-1).astype(np.int32)
+    batch_sharding = NamedSharding(mesh, P(batch_axis))
     every = max(1, math.ceil(args.steps / 5))
-    for step, loss in enumerate(losses, start=1):
+    for step in range(1, args.steps + 1):
+        start = ((step - 1) % 8) * args.batch_size
+        x = jax.device_put(x_all[start : start + args.batch_size], batch_sharding)
+        y = jax.device_put(y_all[start : start + args.batch_size], batch_sharding)
+        loss = train_step(model, optimizer, x, y)
         if step % every == 0 or step in (1, args.steps):
-            print(f"step {step:4d}  loss {loss:.4f}")
+            print(f"step {step:4d}  loss {float(loss):.4f}")
     return 0
 
 
