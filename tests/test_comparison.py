@@ -1,50 +1,118 @@
 from __future__ import annotations
 
+import jax
 import numpy as np
+import optax
 import pytest
+from flax import nnx
+from jax.sharding import AxisType
 
 from spmd_guide.analysis import COLLECTIVES
 from spmd_guide.comparison import markdown_table, measure_strategy
-from spmd_guide.models import synthetic_classification
 
-SIZES = (16, 64, 64, 8)
+RULES = {
+    "dp": (("embed", None), ("hidden", None)),
+    "fsdp": (("embed", "data"), ("hidden", None)),
+}
+
+
+class TwoLayers(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        def dense(n_in, n_out, axes):
+            return nnx.Linear(
+                n_in,
+                n_out,
+                kernel_init=nnx.with_partitioning(nnx.initializers.lecun_normal(), axes),
+                bias_init=nnx.with_partitioning(nnx.initializers.zeros_init(), axes[1:]),
+                rngs=rngs,
+            )
+
+        self.up = dense(16, 64, ("embed", "hidden"))
+        self.down = dense(64, 8, ("hidden", None))
+
+    def __call__(self, x):
+        return self.down(nnx.relu(self.up(x)))
+
+
+@nnx.jit
+def train_step(model, optimizer, x, y):
+    def loss_fn(model):
+        return optax.softmax_cross_entropy_with_integer_labels(model(x), y).mean()
+
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    optimizer.update(model, grads)
+    return loss
+
+
+def model_and_optimizer():
+    model = TwoLayers(nnx.Rngs(0))
+    return model, nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+
+
+def creator(strategy: str, mesh):
+    def create():
+        # The rules are read when jit traces, so each layout gets a jit of its own.
+        with jax.set_mesh(mesh), nnx.logical_axis_rules(RULES[strategy]):
+            return nnx.jit(model_and_optimizer)()
+
+    return create
+
+
+@pytest.fixture(scope="module")
+def mesh(cpu_devices):
+    return jax.make_mesh((len(cpu_devices),), ("data",), axis_types=(AxisType.Auto,))
 
 
 @pytest.fixture(scope="module")
 def data():
-    return synthetic_classification(256, SIZES[0], SIZES[-1])
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(128, 16)).astype(np.float32)
+    return x, np.argmax(x @ rng.normal(size=(16, 8)), axis=-1).astype(np.int32)
 
 
-def test_data_parallel_holds_everything_and_only_all_reduces(cpu_devices, data):
-    n = len(cpu_devices)
-    m = measure_strategy("dp", (n,), SIZES, *data, steps=3, batch_size=64)
-    assert m.param_bytes == m.total_param_bytes
+def measure(strategy, mesh, data, **kwargs):
+    kwargs = {"steps": 3, "batch_size": 64, **kwargs}
+    return measure_strategy(strategy, mesh, creator(strategy, mesh), train_step, *data, **kwargs)
+
+
+def test_data_parallel_holds_everything_and_communicates_only_by_all_reduce(mesh, data):
+    m = measure("dp", mesh, data)
+    assert m.param_bytes == m.total_param_bytes == (16 * 64 + 64 + 64 * 8 + 8) * 4
     assert m.param_share == 1.0
     # Adam keeps two moments per parameter, plus a step count.
     assert 2 * m.param_bytes <= m.optimizer_bytes <= 2 * m.param_bytes + 16
-    assert m.collectives["all-gather"] == 0
-    assert len(m.losses) == 3
+    assert m.temporary_bytes > 0
+    others = {name: n for name, n in m.collectives.items() if name != "all-reduce"}
+    assert set(others.values()) == {0}
+    assert (m.collectives["all-reduce"] > 0) == (mesh.size > 1)
+    assert len(m.losses) == 3 and m.losses[-1] < m.losses[0]
 
 
-def test_fsdp_divides_parameter_memory_and_trains_like_data_parallel(cpu_devices, data):
-    n = len(cpu_devices)
-    dp = measure_strategy("dp", (n,), SIZES, *data, steps=3, batch_size=64)
-    fsdp = measure_strategy("fsdp", (n,), SIZES, *data, steps=3, batch_size=64)
-    # Under the 1024-element threshold, kept whole: the biases and the (64, 8) last kernel.
-    whole = (64 + 64 + 8 + 64 * 8) * 4
-    assert fsdp.param_bytes == (fsdp.total_param_bytes - whole) // n + whole
-    np.testing.assert_allclose(fsdp.losses, dp.losses, rtol=1e-4)
+def test_fsdp_divides_the_embed_weights_and_trains_like_data_parallel(mesh, data):
+    dp, fsdp = measure("dp", mesh, data), measure("fsdp", mesh, data)
+    # The up kernel (16, 64) is split over its "embed" rows; the rest is whole.
+    whole = (64 + 64 * 8 + 8) * 4
+    assert fsdp.param_bytes == 16 * 64 * 4 // mesh.size + whole
+    np.testing.assert_allclose(fsdp.losses, dp.losses, rtol=1e-5)
 
 
-def test_the_table_has_a_row_per_measurement(cpu_devices, data):
-    n = len(cpu_devices)
-    m = measure_strategy("tp", (1, n), SIZES, *data, steps=1, batch_size=64)
+def test_the_table_has_a_row_per_measurement(mesh, data):
+    m = measure("dp", mesh, data, steps=1)
     table = markdown_table([m, m]).splitlines()
     assert len(table) == 4
     assert table[0].split(" | ")[-len(COLLECTIVES) :][0] == COLLECTIVES[0]
-    assert table[2].startswith(f"| tp | (1, {n}) | {m.param_bytes:,} B |")
+    assert table[2].startswith(f"| dp | ({mesh.size},) | {m.param_bytes:,} B | 100.0% |")
+    assert f"{m.temporary_bytes:,} B" in table[2]
 
 
-def test_a_mesh_that_does_not_fit_is_refused(cpu_devices, data):
-    with pytest.raises(ValueError, match="needs"):
-        measure_strategy("dp", (len(cpu_devices) + 1,), SIZES, *data)
+def test_a_batch_that_does_not_divide_over_data_is_refused(mesh, data):
+    if mesh.size == 1:
+        pytest.skip("every batch divides over one device")
+    with pytest.raises(ValueError, match=r"is not divisible by the \d+ devices on axis 'data'"):
+        measure("dp", mesh, data, batch_size=mesh.size + 1)
+
+
+def test_mismatched_data_is_refused(mesh, data):
+    x, y = data
+    with pytest.raises(ValueError, match="x has 128 examples but y has 127"):
+        measure("dp", mesh, (x, y[:-1]))

@@ -1,33 +1,40 @@
-"""Measuring sharding strategies side by side on one model: memory, collectives and loss."""
+"""Measuring sharding strategies side by side: memory per device, collectives and loss.
+
+The model, its sharded creation and the training step are the lesson, so they are written on
+the guide's page and passed in; this module only measures them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import jax
 import numpy as np
-import optax
 from flax import nnx
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from spmd_guide.analysis import COLLECTIVES, bytes_per_device, count_collectives, total_bytes
-from spmd_guide.meshes import make_mesh
-from spmd_guide.models import MLP
-from spmd_guide.strategies import plan_sharding
-from spmd_guide.training import ShardedTrainer
 
 
 @dataclass(frozen=True)
 class StrategyMeasurement:
     """What one strategy on one mesh cost, measured on this machine's devices.
 
-    ``param_bytes`` and ``optimizer_bytes`` are the largest over the devices; ``total_param_bytes``
-    is the model's parameters counted once.
+    ``param_bytes`` and ``optimizer_bytes`` are the largest over the devices, read from the
+    shards of the live arrays: they are what the arrays store, the same on every backend.
+    ``temporary_bytes`` is the compiled training step's scratch memory per device, as this
+    backend's compiler planned it (``memory_analysis().temp_size_in_bytes``): another backend's
+    compiler plans differently. ``total_param_bytes`` counts the model's parameters once.
     """
 
     strategy: str
     mesh_shape: tuple[int, ...]
     param_bytes: int
     optimizer_bytes: int
+    temporary_bytes: int
     total_param_bytes: int
     collectives: dict[str, int]
     losses: tuple[float, ...]
@@ -40,45 +47,78 @@ class StrategyMeasurement:
 
 def measure_strategy(
     strategy: str,
-    mesh_shape: tuple[int, ...],
-    sizes: Sequence[int],
+    mesh: Mesh,
+    create: Callable[[], tuple[nnx.Module, nnx.Optimizer]],
+    train_step: Any,
     x: np.ndarray,
     y: np.ndarray,
     *,
     steps: int = 10,
     batch_size: int = 256,
-    learning_rate: float = 1e-3,
 ) -> StrategyMeasurement:
-    """Build ``MLP(sizes)``, shard it by ``strategy`` on a mesh of ``mesh_shape``, and measure.
+    """Create a sharded model with ``create()``, measure it, and train it for ``steps`` steps.
 
-    The mesh's axes are ``("data",)`` for one axis and ``("data", "model")`` for two, with Auto
-    axis types. The model is trained for ``steps`` steps of Adam on ``(x, y)``.
+    Args:
+        strategy: the name to report.
+        mesh: the mesh ``create`` shards over; batches are split over its ``"data"`` axis.
+        create: returns ``(model, optimizer)``, already laid out on ``mesh``.
+        train_step: an ``nnx.jit`` function ``(model, optimizer, x, y) -> loss`` that updates
+            the model and optimizer in place.
+        x, y: the training data; batches of ``batch_size`` are taken from it in turn.
 
     Raises:
-        ValueError: if the mesh does not fit the devices, the strategy does not apply to it, or
-            the batch does not divide over it.
+        ValueError: if ``x`` and ``y`` differ in length, the data is shorter than one batch, or
+            the batch does not divide over the ``"data"`` axis.
     """
-    names = ("data",) if len(mesh_shape) == 1 else ("data", "model")
-    mesh = make_mesh(mesh_shape, names, axis_types="auto")
-    model = MLP(sizes, rngs=nnx.Rngs(0))
-    trainer = ShardedTrainer(model, optax.adam(learning_rate), plan_sharding(model, strategy, mesh))
-    params = nnx.state(trainer.model, nnx.Param)
-    opt_state = nnx.state(trainer.optimizer, nnx.OptState)
-    compiled = trainer.compile(x[:batch_size], y[:batch_size])
-    return StrategyMeasurement(
+    if len(x) != len(y):
+        raise ValueError(f"x has {len(x)} examples but y has {len(y)}; give one label each")
+    if batch_size > len(x):
+        raise ValueError(f"batch_size {batch_size} is larger than the {len(x)} examples")
+    data = mesh.shape.get("data", 1)
+    if batch_size % data:
+        raise ValueError(
+            f"batch {batch_size} is not divisible by the {data} devices on axis 'data'; "
+            f"use a multiple of {data}, such as {data * -(-batch_size // data)}"
+        )
+    model, optimizer = create()
+    batch = NamedSharding(mesh, P("data") if "data" in mesh.shape else P())
+
+    def place(start: int) -> tuple[jax.Array, jax.Array]:
+        return (
+            jax.device_put(x[start : start + batch_size], batch),
+            jax.device_put(y[start : start + batch_size], batch),
+        )
+
+    params = nnx.state(model, nnx.Param)
+    compiled = train_step.lower(model, optimizer, *place(0)).compile()
+    measurement = dict(
         strategy=strategy,
-        mesh_shape=tuple(mesh_shape),
+        mesh_shape=tuple(mesh.shape.values()),
         param_bytes=max(bytes_per_device(params).values()),
-        optimizer_bytes=max(bytes_per_device(opt_state).values()),
+        optimizer_bytes=max(bytes_per_device(nnx.state(optimizer, nnx.OptState)).values()),
+        temporary_bytes=compiled.memory_analysis().temp_size_in_bytes,
         total_param_bytes=total_bytes(params),
         collectives=count_collectives(compiled),
-        losses=tuple(trainer.fit(x, y, steps=steps, batch_size=batch_size)),
     )
+    batches = len(x) // batch_size
+    losses = [
+        float(train_step(model, optimizer, *place((i % batches) * batch_size)))
+        for i in range(steps)
+    ]
+    return StrategyMeasurement(**measurement, losses=tuple(losses))
 
 
 def markdown_table(measurements: Sequence[StrategyMeasurement]) -> str:
     """The measurements as a Markdown table, one row each."""
-    header = ["strategy", "mesh", "params / device", "share", "optimizer / device", *COLLECTIVES]
+    header = [
+        "strategy",
+        "mesh",
+        "params / device",
+        "share",
+        "optimizer / device",
+        "temporaries / device",
+        *COLLECTIVES,
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for m in measurements:
         cells = [
@@ -87,6 +127,7 @@ def markdown_table(measurements: Sequence[StrategyMeasurement]) -> str:
             f"{m.param_bytes:,} B",
             f"{m.param_share:.1%}",
             f"{m.optimizer_bytes:,} B",
+            f"{m.temporary_bytes:,} B",
             *(str(m.collectives[name]) for name in COLLECTIVES),
         ]
         lines.append("| " + " | ".join(cells) + " |")
