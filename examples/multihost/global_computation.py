@@ -5,9 +5,10 @@ Run it with the launcher, which starts every process and tells each how to join:
     python -m spmd_guide.launch -n 2 --devices-per-process 4 \
         examples/multihost/global_computation.py
 
-Under a cluster scheduler, start one copy per host instead; the coordinator address, process
-count and process id come from the flags below, from JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES
-and JAX_PROCESS_ID, or from JAX's own detection of SLURM, Open MPI, Kubernetes or Cloud TPU.
+Under a cluster scheduler, start one copy per host instead. The coordinator address, process
+count and process id come from the flags below; the flags default to JAX_COORDINATOR_ADDRESS,
+JAX_NUM_PROCESSES and JAX_PROCESS_ID. Whatever is still unset, JAX detects from SLURM, Open MPI,
+Kubernetes or Cloud TPU.
 """
 
 from __future__ import annotations
@@ -35,46 +36,59 @@ def _env_int(name: str) -> int | None:
     return int(value) if value else None
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def _name(args: argparse.Namespace) -> str:
+    return "?" if args.process_id is None else str(args.process_id)
 
-    import jax
 
-    jax.config.update("jax_platforms", "cpu")
-    # CPU devices in different processes talk through Gloo; on GPUs and TPUs JAX picks the
-    # interconnect itself.
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    me = args.process_id if args.process_id is not None else "?"
-    # If the other processes never come, JAX's runtime ends this process with a C++ abort and a
-    # stack trace. A watchdog says what went wrong first, in one line, and exits cleanly.
+def exit_unless_joined_within(seconds: int, args: argparse.Namespace) -> threading.Event:
+    """Exit with one clear line if the returned event is not set within ``seconds``.
+
+    If the other processes never come, JAX's runtime ends this process with a C++ abort and a
+    stack trace; this says what went wrong first, and exits cleanly.
+    """
     joined = threading.Event()
 
     def give_up() -> None:
-        if not joined.wait(args.init_timeout):
+        if not joined.wait(seconds):
             print(
-                f"process {me}: could not join {args.num_processes} process(es) through the "
-                f"coordinator at {args.coordinator_address} within {args.init_timeout} s. Check "
-                "that every process was started with the same coordinator address and process "
-                "count, and that process 0 is running.",
+                f"process {_name(args)}: could not join {args.num_processes} process(es) "
+                f"through the coordinator at {args.coordinator_address} within {seconds} s. "
+                "Check that every process was started with the same coordinator address and "
+                "process count, and that process 0 is running.",
                 file=sys.stderr,
                 flush=True,
             )
             os._exit(1)
 
     threading.Thread(target=give_up, daemon=True).start()
+    return joined
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+
+    import jax
+
+    # Cross-process collectives between CPU devices run over Gloo (JAX's default for CPU).
+    # The setting is ignored on GPUs and TPUs, where JAX uses NCCL or the chips' interconnect.
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    joined = exit_unless_joined_within(args.init_timeout, args)
     try:
+        # Arguments left as None are filled in by JAX: the coordinator from
+        # JAX_COORDINATOR_ADDRESS, everything else from a detected SLURM, Open MPI,
+        # Kubernetes or Cloud TPU environment.
         jax.distributed.initialize(
             coordinator_address=args.coordinator_address,
             num_processes=args.num_processes,
             process_id=args.process_id,
-            # Longer than the watchdog, so that the clear message comes first.
+            # Longer than the watchdog, so that its one-line message comes first.
             initialization_timeout=args.init_timeout + 30,
         )
     except (ValueError, TypeError, RuntimeError) as error:
-        # Raised when nothing says how to join, and no cluster scheduler was detected.
+        # Raised when nothing says how to join and no cluster environment was detected.
         print(
-            f"process {me}: cannot start ({error}). Run it with python -m spmd_guide.launch, "
-            "or pass --coordinator-address, --num-processes and --process-id.",
+            f"process {_name(args)}: cannot start ({error}). Run it with python -m "
+            "spmd_guide.launch, or pass --coordinator-address, --num-processes and --process-id.",
             file=sys.stderr,
         )
         return 2
