@@ -12,6 +12,7 @@ from spmd_guide.analysis import (
     COLLECTIVES,
     blocks_by_device,
     bytes_per_device,
+    collectives_per_step,
     count_collectives,
     total_bytes,
 )
@@ -90,3 +91,53 @@ def test_blocks_by_device_shows_each_devices_rows(mesh):
     assert list(blocks) == sorted(d.id for d in mesh.devices.flat)
     for position, device in enumerate(mesh.devices.flat):
         assert blocks[device.id].tolist() == [[2.0 * position, 2.0 * position + 1]]
+
+
+def _gather_each_layer(mesh, layers, x):
+    def per_device(layers, x):
+        def layer(x, rows):
+            return jnp.tanh(x @ jax.lax.all_gather(rows, "data", tiled=True)), None
+
+        return jax.lax.scan(layer, x, layers)[0]
+
+    return jax.shard_map(
+        per_device, mesh=mesh, in_specs=(P(None, "data"), P("data")), out_specs=P("data")
+    )(layers, x)
+
+
+def test_a_collective_in_a_loop_counts_once_per_iteration(mesh):
+    if mesh.size == 1:
+        pytest.skip("XLA removes collectives over a single device")
+    n = mesh.size
+    layers = jax.device_put(jnp.ones((5, 2 * n, 2 * n)), NamedSharding(mesh, P(None, "data")))
+    x = jax.device_put(jnp.ones((n, 2 * n)), NamedSharding(mesh, P("data")))
+    compiled = jax.jit(lambda w, v: _gather_each_layer(mesh, w, v)).lower(layers, x).compile()
+    assert count_collectives(compiled)["all-gather"] == 1
+    assert collectives_per_step(compiled)["all-gather"] == 5
+    # The backward pass runs a second loop: the gradient of each gather is a reduce-scatter.
+    grad = jax.jit(jax.grad(lambda w, v: _gather_each_layer(mesh, w, v).sum()))
+    per_step = collectives_per_step(grad.lower(layers, x).compile())
+    assert per_step["all-gather"] == 5 and per_step["reduce-scatter"] == 5
+
+
+def test_a_loop_without_a_known_trip_count_is_refused(mesh):
+    if mesh.size == 1:
+        pytest.skip("XLA removes collectives over a single device")
+
+    def until_large(x):
+        def per_device(block):
+            return jax.lax.while_loop(
+                lambda v: jax.lax.psum(v.sum(), "data") < 100.0, lambda v: v * 2.0 + 1.0, block
+            )
+
+        return jax.shard_map(per_device, mesh=mesh, in_specs=P("data"), out_specs=P("data"))(x)
+
+    x = jax.device_put(jnp.ones(mesh.size), NamedSharding(mesh, P("data")))
+    compiled = jax.jit(until_large).lower(x).compile()
+    with pytest.raises(ValueError, match="trip count is not known"):
+        collectives_per_step(compiled)
+
+
+def test_text_without_a_program_is_refused():
+    with pytest.raises(ValueError, match="no ENTRY computation"):
+        collectives_per_step("%x = f32[] all-reduce(f32[] %y)")

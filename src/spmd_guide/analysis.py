@@ -63,3 +63,82 @@ def count_collectives(compiled: Any) -> dict[str, int]:
     text = compiled if isinstance(compiled, str) else compiled.as_text()
     found = Counter(match.group(1) for match in _OP.finditer(text))
     return {name: found.get(name, 0) for name in COLLECTIVES}
+
+
+# A computation's header: `%name (params) -> type {`, or `ENTRY %name ...{`.
+_COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%([\w.\-]+)\s.*\{\s*$")
+_CALLED = re.compile(r"\b(?:body|condition|to_apply|calls|branch_computations)=\{?(%[\w.\-]+(?:, %[\w.\-]+)*)")
+_TRIP_COUNT = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+
+
+def collectives_per_step(compiled: Any) -> dict[str, int]:
+    """How many of each collective a compiled program *executes* in one call.
+
+    :func:`count_collectives` counts the operations written in the program; a collective inside
+    a loop (``jax.lax.scan``, ``fori_loop``) is written once but runs on every iteration. This
+    multiplies each collective by the trip counts of the loops around it.
+
+    Raises:
+        ValueError: if a loop holding a collective has no trip count known at compile time.
+    """
+    text = compiled if isinstance(compiled, str) else compiled.as_text()
+    bodies: dict[str, list[str]] = {}
+    entry = None
+    current = None
+    for line in text.splitlines():
+        header = _COMPUTATION.match(line)
+        if header:
+            current = header.group(1)
+            bodies[current] = []
+            if line.startswith("ENTRY"):
+                entry = current
+        elif current is not None:
+            if line.strip() == "}":
+                current = None
+            else:
+                bodies[current].append(line)
+    if entry is None:
+        raise ValueError("no ENTRY computation found: pass a compiled program or its as_text()")
+
+    counts: Counter[str] = Counter()
+
+    def visit(name: str, times: int) -> None:
+        for line in bodies.get(name, ()):
+            op = _OP.search(line)
+            if op:
+                counts[op.group(1)] += times
+            loop = " while(" in line
+            found = _TRIP_COUNT.search(line) if loop else None
+            for called in _CALLED.finditer(line):
+                callees = [c.strip().lstrip("%") for c in called.group(1).split(",")]
+                repeats = 1
+                if loop:
+                    if found is None:
+                        if any(_holds_collective(c, bodies) for c in callees):
+                            raise ValueError(
+                                f"loop {line.split('=')[0].strip()} holds a collective but its "
+                                "trip count is not known at compile time; count it with "
+                                "count_collectives and multiply by the iterations yourself"
+                            )
+                        continue
+                    # The condition runs once more than the body: the test that ends the loop.
+                    trips = int(found.group(1))
+                    repeats = trips if called.group(0).startswith("body=") else trips + 1
+                for callee in callees:
+                    visit(callee, times * repeats)
+
+    visit(entry, 1)
+    return {name: counts.get(name, 0) for name in COLLECTIVES}
+
+
+def _holds_collective(name: str, bodies: dict[str, list[str]], seen: frozenset = frozenset()) -> bool:
+    if name in seen:
+        return False
+    for line in bodies.get(name, ()):
+        if _OP.search(line):
+            return True
+        for called in _CALLED.finditer(line):
+            for callee in called.group(1).split(","):
+                if _holds_collective(callee.strip().lstrip("%"), bodies, seen | {name}):
+                    return True
+    return False
