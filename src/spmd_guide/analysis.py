@@ -67,7 +67,9 @@ def count_collectives(compiled: Any) -> dict[str, int]:
 
 # A computation's header: `%name (params) -> type {`, or `ENTRY %name ...{`.
 _COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%([\w.\-]+)\s.*\{\s*$")
-_CALLED = re.compile(r"\b(?:body|condition|to_apply|calls|branch_computations)=\{?(%[\w.\-]+(?:, %[\w.\-]+)*)")
+_CALLED = re.compile(
+    r"\b(?:body|condition|to_apply|calls|branch_computations)=\{?(%[\w.\-]+(?:, %[\w.\-]+)*)"
+)
 _TRIP_COUNT = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
 
 
@@ -131,7 +133,10 @@ def collectives_per_step(compiled: Any) -> dict[str, int]:
     return {name: counts.get(name, 0) for name in COLLECTIVES}
 
 
-def _holds_collective(name: str, bodies: dict[str, list[str]], seen: frozenset = frozenset()) -> bool:
+def _holds_collective(
+    name: str, bodies: dict[str, list[str]], seen: frozenset[str] = frozenset()
+) -> bool:
+    """Whether computation ``name``, or anything it calls, contains a collective."""
     if name in seen:
         return False
     for line in bodies.get(name, ()):
