@@ -1,0 +1,40 @@
+"""Every practice problem, in the order a learner should take them."""
+
+from __future__ import annotations
+
+import importlib
+
+from spmd_guide.practice.problem import Problem
+
+ORDER = (
+    "shard_map_simulate",
+    "shard_map_vs_vmap",
+    "shard_map_psum",
+)
+"""The problems' module names under :mod:`spmd_guide.practice.problems`, easiest first."""
+
+
+def _load() -> dict[str, Problem]:
+    problems = {}
+    for module_name in ORDER:
+        module = importlib.import_module(f"spmd_guide.practice.problems.{module_name}")
+        problem: Problem = module.PROBLEM
+        if problem.name != module_name:
+            raise RuntimeError(f"{module_name}.PROBLEM is named {problem.name!r}")
+        problems[problem.name] = problem
+    return problems
+
+
+PROBLEMS: dict[str, Problem] = _load()
+"""Every problem, by the name of the function a learner writes."""
+
+
+def get_problem(name: str) -> Problem:
+    """The problem called ``name``.
+
+    Raises:
+        ValueError: for an unknown name, listing the known ones.
+    """
+    if name not in PROBLEMS:
+        raise ValueError(f"no problem named {name!r}; the problems are: {', '.join(PROBLEMS)}")
+    return PROBLEMS[name]
