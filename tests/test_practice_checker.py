@@ -100,7 +100,7 @@ ODD = {
     "pads_instead_of_raising": (
         CORRECT.replace(
             'raise ValueError("pad x with zeros to a multiple of the device count")',
-            'x = np.pad(x, (0, mesh.shape["data"] - len(x) % mesh.shape["data"]))',
+            'x = jnp.pad(jnp.asarray(x), (0, mesh.shape["data"] - len(x) % mesh.shape["data"]))',
         ),
         False,
         "expected your function to raise ValueError, but it returned a value",

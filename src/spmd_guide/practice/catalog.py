@@ -10,6 +10,10 @@ ORDER = (
     "shard_map_simulate",
     "shard_map_vs_vmap",
     "shard_map_psum",
+    "data_parallel_step",
+    "ring_all_reduce",
+    "megatron_mlp",
+    "matmul_2d",
 )
 """The problems' module names under :mod:`spmd_guide.practice.problems`, easiest first."""
 

@@ -1,7 +1,7 @@
 """What a practice problem is: its cases, the checks its answers must pass, and its hints.
 
-Every problem module in :mod:`spmd_guide.practice.problems` builds one :class:`Problem` from
-its reference solution. The checker's worker calls :meth:`Problem.cases` and the reference in a
+Every problem module in ``spmd_guide/practice/problems/`` builds one :class:`Problem` from its
+reference solution. The checker's worker calls ``Problem.make_cases`` and the reference in a
 fresh process before it loads a learner's file; the parent then judges each answer with
 :meth:`Problem.judge` and picks a hint with :meth:`Problem.hint_for`.
 """
@@ -9,6 +9,7 @@ fresh process before it loads a learner's file; the parent then judges each answ
 from __future__ import annotations
 
 import inspect
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -245,17 +246,21 @@ class Problem:
                 f"computes ({outcome.trace_error}); keep NumPy conversions and Python "
                 "decisions on array values out of it"
             ]
-        missing = sorted(self.uses - outcome.primitives)
-        if missing:
-            return [
-                f"right numbers, but computed without {', '.join(missing)}, which this "
-                "problem is about"
-            ]
+        required = self.uses
+        if outcome.case_mesh is not None and math.prod(outcome.case_mesh["axes"].values()) == 1:
+            # One device needs no communication: a ring of n - 1 steps has none.
+            required = required & {"shard_map"}
         used = sorted(self.forbids & outcome.primitives)
         if used:
             return [
                 f"right numbers, but computed with {', '.join(used)}, which this problem "
                 "asks you to build yourself"
+            ]
+        missing = sorted(required - outcome.primitives)
+        if missing:
+            return [
+                f"right numbers, but computed without {', '.join(missing)}, which this "
+                "problem is about"
             ]
         given = outcome.case_mesh
         if given is not None and any(not _same_mesh(given, used) for used in outcome.meshes):

@@ -31,6 +31,10 @@ WATCHED_ENVIRONMENT = ("JAX_", "XLA_", "TF_CPP_")
 """Environment variables a solution should leave alone: the checker sets up JAX itself."""
 
 
+class _NotAnArray(Exception):
+    """A solution returned None or a string: carried out of ``jax.jit`` as its description."""
+
+
 class _Channel:
     def __init__(self, fd: int) -> None:
         self._file = os.fdopen(fd, "w", encoding="utf-8")
@@ -95,7 +99,7 @@ def _expected(problem, case) -> dict[str, Any]:
         "expect_type": case.expect_type,
     }
     if case.raises is None:
-        answer = problem.reference(*_fresh(case.args), **_fresh(case.kwargs))
+        answer = _caller(problem.reference, case, problem)(*_fresh(case.args))
         record["expected"] = encode(_plain(answer))
         record["expected_type"] = str(jax.typeof(answer)) if case.expect_type else None
     else:
@@ -145,7 +149,10 @@ def _run(function, case, path: Path, problem) -> dict[str, Any]:
 
     outcome: dict[str, Any] = {}
     try:
-        answer = function(*_fresh(case.args), **_fresh(case.kwargs))
+        answer = _caller(function, case, problem)(*_fresh(case.args))
+    except _NotAnArray as returned:
+        outcome["returned"] = str(returned)
+        return outcome
     except BaseException as error:  # SystemExit and KeyboardInterrupt are verdicts too
         frames = traceback.extract_tb(error.__traceback__)
         outcome.update(
@@ -153,9 +160,6 @@ def _run(function, case, path: Path, problem) -> dict[str, Any]:
             error_message=_message(error),
             raised_in_solution=bool(frames) and not _inside_libraries(frames[-1].filename),
         )
-        return outcome
-    if answer is None or isinstance(answer, str | bytes):
-        outcome["returned"] = repr(answer)[:80]
         return outcome
     try:
         plain = _plain(answer)
@@ -165,9 +169,30 @@ def _run(function, case, path: Path, problem) -> dict[str, Any]:
         return outcome
     if isinstance(answer, jax.Array):
         outcome["type"] = str(jax.typeof(answer))
-    if case.raises is None and (problem.uses or problem.forbids or _mesh_of(case) is not None):
+    if case.raises is None and _traced(problem, case):
         outcome.update(_how_computed(function, case))
     return outcome
+
+
+def _traced(problem, case) -> bool:
+    """Whether the checker reads how ``case`` is computed: problems on meshes must trace."""
+    return bool(problem.uses or problem.forbids) or _mesh_of(case) is not None
+
+
+def _caller(function, case, problem):
+    """``function`` with the case's keyword arguments bound; under ``jax.jit`` for problems that
+    must trace anyway, since an eager ``shard_map`` runs its body one operation at a time."""
+    import jax
+
+    kwargs = _fresh(case.kwargs)
+
+    def call(*args):
+        answer = function(*args, **kwargs)
+        if answer is None or isinstance(answer, str | bytes):
+            raise _NotAnArray(repr(answer)[:80])
+        return answer
+
+    return jax.jit(call) if _traced(problem, case) else call
 
 
 def _how_computed(function, case) -> dict[str, Any]:
@@ -186,7 +211,10 @@ def _how_computed(function, case) -> dict[str, Any]:
 
 def _walk(jaxpr, primitives: set[str], meshes: list[dict[str, Any]]) -> None:
     for equation in jaxpr.eqns:
-        primitives.add(equation.primitive.name)
+        name = equation.primitive.name
+        primitives.add(name)
+        # psum of a value the same on every device is traced as psum_invariant (and so on).
+        primitives.add(name.removesuffix("_invariant"))
         mesh = equation.params.get("mesh") if equation.primitive.name == "shard_map" else None
         if mesh is not None:
             devices = getattr(mesh, "devices", None)
@@ -252,6 +280,8 @@ def _describe(value: Any) -> str:
         kind = "Explicit" if all("Explicit" in str(t) for t in value.axis_types) else "Auto"
         ids = [int(d.id) for d in value.devices.flat]
         return f"Mesh({axes}; {kind}; devices {ids})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_shape(v)}" for k, v in value.items()) + "}"
     if isinstance(value, np.ndarray):
         body = np.array2string(value.reshape(-1)[:6], precision=3, separator=", ")
         more = ", ..." if value.size > 6 else ""
@@ -268,6 +298,13 @@ def _inside_libraries(filename: str) -> bool:
 
     roots = [Path(m.__file__).parent for m in (jax, jaxlib, numpy, flax)]
     return any(Path(filename).is_relative_to(root) for root in roots)
+
+
+def _shape(value: Any) -> str:
+    import numpy as np
+
+    array = np.asarray(value)
+    return f"{array.dtype}{list(array.shape)}"
 
 
 def _message(error: BaseException) -> str:
