@@ -189,8 +189,9 @@ def browser(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Time cold and incremental docs builds against their targets; print a table."""
+    """Time docs builds and the practice checker against their targets; print tables."""
     install(session, "docs")
+    session.run("python", "benchmarks/practice_check.py")
     session.run("python", "benchmarks/docs_build.py", *session.posargs)
 
 
