@@ -110,6 +110,11 @@ ODD = {
         False,
         "your file called sys.exit(0) while being imported",
     ),
+    "enters_a_mesh_context": (
+        CORRECT.replace("    body = lambda", "    with jax.set_mesh(mesh):\n        pass\n    body = lambda"),
+        False,
+        "jax.set_mesh cannot be entered while tracing",
+    ),
     "sets_the_device_count": (
         'import jax\njax.config.update("jax_num_cpu_devices", 8)\n' + CORRECT,
         False,

@@ -14,6 +14,7 @@ ORDER = (
     "ring_all_reduce",
     "megatron_mlp",
     "matmul_2d",
+    "explicit_matmul",
 )
 """The problems' module names under :mod:`spmd_guide.practice.problems`, easiest first."""
 

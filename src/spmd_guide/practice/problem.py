@@ -138,6 +138,13 @@ COMMON_HINTS: tuple[Hint, ...] = (
     ),
     ErrorHint(
         "ValueError",
+        "can only be used outside of `jax.jit`",
+        "the checker calls your function under jax.jit, as a training step would be, and "
+        "jax.set_mesh cannot be entered while tracing: pass NamedSharding(mesh, P(...)) "
+        "instead of a bare P(...)",
+    ),
+    ErrorHint(
+        "ValueError",
         "not evenly divisible",
         "an input does not divide over the mesh axis: check the length first and raise a "
         "ValueError that says how to pad",
@@ -177,6 +184,10 @@ class Problem:
         forbids: primitives it must not use.
         starter_imports: import lines the starter file begins with.
         compare: how an answer differs from the expected one (lines; empty when right).
+        traced: whether answers on meshes are computed under ``jax.jit`` and their jaxpr read
+            for ``uses``, ``forbids`` and the mesh. False for problems whose statement allows
+            ``with jax.set_mesh(mesh):``, which cannot be entered while tracing; such a problem
+            checks its layouts with ``Case.expect_type`` instead.
     """
 
     reference: Callable[..., Any]
@@ -194,6 +205,7 @@ class Problem:
         "from jax.sharding import Mesh, NamedSharding, PartitionSpec as P",
     )
     compare: Callable[[Any, Any], list[str]] | None = None
+    traced: bool = True
 
     @property
     def name(self) -> str:
@@ -238,7 +250,7 @@ class Problem:
         return lines or self._requirements(outcome)
 
     def _requirements(self, outcome: Outcome) -> list[str]:
-        if not (self.uses or self.forbids) and outcome.case_mesh is None:
+        if not self.traced or (not (self.uses or self.forbids) and outcome.case_mesh is None):
             return []
         if outcome.primitives is None:
             return [

@@ -175,7 +175,10 @@ def _run(function, case, path: Path, problem) -> dict[str, Any]:
 
 
 def _traced(problem, case) -> bool:
-    """Whether the checker reads how ``case`` is computed: problems on meshes must trace."""
+    """Whether the checker reads how ``case`` is computed: problems on meshes must trace,
+    unless the problem lets the function enter ``jax.set_mesh``, which tracing forbids."""
+    if not problem.traced:
+        return False
     return bool(problem.uses or problem.forbids) or _mesh_of(case) is not None
 
 

@@ -1,0 +1,94 @@
+"""Problem: a matmul on Explicit axes whose contraction is split, laid out with ``out_sharding``."""
+
+from __future__ import annotations
+
+# solution
+import jax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def explicit_matmul(x, w, *, mesh):
+    """``x @ w`` on a mesh with Explicit axes ``('data', 'model')``, laid out as
+    ``P('data', 'model')``.
+
+    ``x`` is laid out as ``P('data', 'model')`` and ``w`` as ``P('model', None)``, so the
+    dimension the product adds over is split over ``'model'``: each device can multiply only
+    its own slices, and the sum of those partial products has no single obvious layout. With
+    Explicit axes JAX refuses to guess (a ``ShardingTypeError``); ``out_sharding=`` says where
+    the result goes. Asking for ``P('data', 'model')`` keeps every device's share of the result
+    as small as its share of ``x``, and ``jax.typeof`` of the answer must show it, e.g.
+    ``float32[8@data,12@model]``.
+
+    Args:
+        x: shape (B, d); B divides over ``'data'`` and d over ``'model'``.
+        w: shape (d, h); h divides over ``'model'``.
+        mesh: a mesh with Explicit axes ``'data'`` and ``'model'``.
+
+    Returns:
+        ``x @ w``, shape (B, h), laid out as ``P('data', 'model')`` on ``mesh``.
+    """
+    x = jax.device_put(x, NamedSharding(mesh, P("data", "model")))
+    w = jax.device_put(w, NamedSharding(mesh, P("model", None)))
+    return jnp.matmul(x, w, out_sharding=NamedSharding(mesh, P("data", "model")))
+
+
+# end solution
+
+from spmd_guide.practice.cases import normal, two_axis_meshes
+from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
+
+
+def _cases(devices: int) -> list[Case]:
+    cases = []
+    for seed, mesh in enumerate(two_axis_meshes(devices, ("data", "model"))):
+        rows, columns = mesh.shape["data"], mesh.shape["model"]
+        x = normal(150 + seed, 2 * rows, 3 * columns)
+        w = normal(160 + seed, 3 * columns, 2 * columns)
+        cases.append(Case((x, w), {"mesh": mesh}, expect_type=True))
+    return cases
+
+
+def _columns_whole(o) -> bool:
+    return o.type is not None and "@" in o.type and not o.type.rstrip("]").endswith("@model")
+
+
+def _not_placed(o) -> bool:
+    return o.type is not None and "@" not in o.type
+
+
+PROBLEM = Problem(
+    reference=explicit_matmul,
+    title="A matmul on Explicit axes",
+    difficulty="easy",
+    teaches="explicit sharding: a split contraction needs out_sharding, and jax.typeof shows it",
+    make_cases=_cases,
+    traced=False,
+    hints=(
+        ResultHint(
+            _not_placed,
+            "the numbers are right but the answer carries no layout: place x and w on the mesh "
+            "first, jax.device_put(x, NamedSharding(mesh, P('data', 'model'))) and w as "
+            "P('model', None)",
+        ),
+        ResultHint(
+            _columns_whole,
+            "the numbers are right but every device holds whole rows of the result: ask for "
+            "the layout in the matmul itself, jnp.matmul(x, w, out_sharding=NamedSharding(mesh, "
+            "P('data', 'model'))), so no device ever builds more than its own block",
+        ),
+        ErrorHint(
+            "ShardingTypeError",
+            "ambiguous",
+            "x's columns and w's rows are both split over 'model', so x @ w is a sum of partial "
+            "products and JAX will not guess its layout: use jnp.matmul(x, w, out_sharding=...)",
+        ),
+        ErrorHint(
+            "ValueError",
+            "not under a mesh context",
+            "a bare P(...) means nothing without a mesh: pass NamedSharding(mesh, P(...)), or "
+            "run the code inside `with jax.set_mesh(mesh):`",
+        ),
+    ),
+)

@@ -1,0 +1,12 @@
+"""Expected: pass"""
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+
+def explicit_matmul(x, w, *, mesh):
+    with jax.set_mesh(mesh):
+        x = jax.device_put(x, P("data", "model"))
+        w = jax.device_put(w, P("model", None))
+        return jnp.einsum("bd,dh->bh", x, w, out_sharding=P("data", "model"))
