@@ -11,6 +11,7 @@ ORDER = (
     "shard_map_vs_vmap",
     "shard_map_psum",
     "data_parallel_step",
+    "fsdp_step",
     "ring_all_reduce",
     "megatron_mlp",
     "matmul_2d",

@@ -313,6 +313,14 @@ def compare_arrays(expected: Any, got: Any, *, rtol: float = 1e-4, atol: float =
     return lines
 
 
+def compare_dicts(expected: Mapping[str, Any], got: Any) -> list[str]:
+    """How the dict of arrays ``got`` differs from ``expected``, key by key."""
+    keys = ", ".join(f'"{k}"' for k in expected)
+    if not isinstance(got, dict) or set(got) != set(expected):
+        return [f"expected a dict with the keys {keys}"]
+    return [f"{k}: {line}" for k in expected for line in compare_arrays(expected[k], got[k])]
+
+
 def _kind(expected: Any) -> str:
     if isinstance(expected, dict):
         return "a dict"

@@ -56,7 +56,7 @@ def data_parallel_step(params, x, y, *, mesh, lr):
 import numpy as np
 
 from spmd_guide.practice.cases import normal, one_axis_meshes
-from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
+from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint, compare_dicts
 
 
 def _cases(devices: int) -> list[Case]:
@@ -105,14 +105,6 @@ def _first_block_only(o) -> bool:
     return n > 1 and _step_with(o, _gradients(params, x[:rows], y[:rows]))
 
 
-def compare_params(expected, got) -> list[str]:
-    from spmd_guide.practice.problem import compare_arrays
-
-    if not isinstance(got, dict) or set(got) != {"w", "b"}:
-        return ['expected a dict with keys "w" and "b", like params']
-    return [f"{k}: {line}" for k in ("w", "b") for line in compare_arrays(expected[k], got[k])]
-
-
 PROBLEM = Problem(
     reference=data_parallel_step,
     title="A data-parallel training step",
@@ -120,7 +112,7 @@ PROBLEM = Problem(
     teaches="data parallelism by hand: split the batch, pmean the gradients, replicated update",
     make_cases=_cases,
     uses=frozenset({"shard_map", "psum"}),
-    compare=compare_params,
+    compare=compare_dicts,
     hints=(
         ResultHint(
             _summed,
