@@ -14,6 +14,7 @@ ORDER = (
     "fsdp_step",
     "ring_all_reduce",
     "megatron_mlp",
+    "pipeline_forward",
     "matmul_2d",
     "explicit_matmul",
 )
