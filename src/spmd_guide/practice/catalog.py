@@ -15,6 +15,7 @@ ORDER = (
     "ring_all_reduce",
     "megatron_mlp",
     "pipeline_forward",
+    "ring_attention",
     "matmul_2d",
     "explicit_matmul",
 )

@@ -1,0 +1,17 @@
+"""Expected hint: each block of queries attended only to its own block of keys"""
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def ring_attention(q, k, v, *, mesh):
+    def body(q, k, v):
+        weights = jax.nn.softmax(q @ k.T / jnp.sqrt(q.shape[1]), axis=-1)
+        return weights @ v
+
+    sh = NamedSharding(mesh, P("seq"))
+    return jax.shard_map(body, mesh=mesh, in_specs=P("seq"), out_specs=P("seq"))(
+        jax.device_put(q, sh), jax.device_put(k, sh), jax.device_put(v, sh)
+    )
