@@ -16,6 +16,7 @@ ORDER = (
     "megatron_mlp",
     "pipeline_forward",
     "ring_attention",
+    "moe_dispatch",
     "matmul_2d",
     "explicit_matmul",
 )
