@@ -19,6 +19,7 @@ ORDER = (
     "moe_dispatch",
     "matmul_2d",
     "explicit_matmul",
+    "predict_collectives",
 )
 """The problems' module names under :mod:`spmd_guide.practice.problems`, easiest first."""
 

@@ -188,6 +188,9 @@ class Problem:
             for ``uses``, ``forbids`` and the mesh. False for problems whose statement allows
             ``with jax.set_mesh(mesh):``, which cannot be entered while tracing; such a problem
             checks its layouts with ``Case.expect_type`` instead.
+        answer: computes the expected answer from a case's arguments, when that is not what
+            the reference returns: e.g. counts read from a compiled program, which a reference
+            predicting them must match.
     """
 
     reference: Callable[..., Any]
@@ -206,6 +209,7 @@ class Problem:
     )
     compare: Callable[[Any, Any], list[str]] | None = None
     traced: bool = True
+    answer: Callable[..., Any] | None = None
 
     @property
     def name(self) -> str:

@@ -99,7 +99,7 @@ def _expected(problem, case) -> dict[str, Any]:
         "expect_type": case.expect_type,
     }
     if case.raises is None:
-        answer = _caller(problem.reference, case, problem)(*_fresh(case.args))
+        answer = _caller(problem.answer or problem.reference, case, problem)(*_fresh(case.args))
         record["expected"] = encode(_plain(answer))
         record["expected_type"] = str(jax.typeof(answer)) if case.expect_type else None
     else:

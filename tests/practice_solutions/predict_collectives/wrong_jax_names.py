@@ -1,0 +1,5 @@
+"""Expected hint: name the collectives as the compiled program does"""
+
+
+def predict_collectives(data, model):
+    return {"psum": int(data > 1) + int(model > 1)}
