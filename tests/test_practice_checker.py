@@ -111,7 +111,9 @@ ODD = {
         "your file called sys.exit(0) while being imported",
     ),
     "enters_a_mesh_context": (
-        CORRECT.replace("    body = lambda", "    with jax.set_mesh(mesh):\n        pass\n    body = lambda"),
+        CORRECT.replace(
+            "    body = lambda", "    with jax.set_mesh(mesh):\n        pass\n    body = lambda"
+        ),
         False,
         "jax.set_mesh cannot be entered while tracing",
     ),

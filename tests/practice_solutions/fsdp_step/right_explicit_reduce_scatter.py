@@ -15,7 +15,9 @@ def fsdp_step(params, x, y, *, mesh, lr):
     def step(w1_rows, w2_rows, x, y):
         w1 = jax.lax.all_gather(w1_rows, "data", axis=0, tiled=True)
         w2 = jax.lax.all_gather(w2_rows, "data", axis=0, tiled=True)
-        g1, g2 = jax.grad(lambda a, b: jnp.mean((forward(a, b, x) - y) ** 2), argnums=(0, 1))(w1, w2)
+        g1, g2 = jax.grad(lambda a, b: jnp.mean((forward(a, b, x) - y) ** 2), argnums=(0, 1))(
+            w1, w2
+        )
         # Sum each gradient over the devices and keep this device's rows; then average.
         g1 = jax.lax.psum_scatter(g1, "data", scatter_dimension=0, tiled=True) / n
         g2 = jax.lax.psum_scatter(g2, "data", scatter_dimension=0, tiled=True) / n

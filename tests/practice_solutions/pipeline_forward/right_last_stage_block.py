@@ -29,6 +29,8 @@ def pipeline_forward(x, weights, *, mesh, microbatches):
     layers = jax.device_put(weights, NamedSharding(mesh, P("stage")))
     x = jax.device_put(x, NamedSharding(mesh, P()))
     # Each stage returns its own block; the last stage's is the answer.
-    blocks = jax.shard_map(stage_fn, mesh=mesh, in_specs=(P("stage"), P()), out_specs=P("stage"))(layers, x)
+    blocks = jax.shard_map(stage_fn, mesh=mesh, in_specs=(P("stage"), P()), out_specs=P("stage"))(
+        layers, x
+    )
     # Gathered whole first: on Explicit axes a slice of a split dimension must divide evenly.
     return jax.device_put(blocks, NamedSharding(mesh, P()))[-x.shape[0] :]

@@ -25,4 +25,6 @@ def pipeline_forward(x, weights, *, mesh, microbatches):
 
     ws = jax.device_put(weights, NamedSharding(mesh, P("stage")))
     mb = jax.device_put(mb, NamedSharding(mesh, P()))
-    return jax.shard_map(body, mesh=mesh, in_specs=(P("stage"), P()), out_specs=P())(ws, mb).reshape(x.shape)
+    return jax.shard_map(body, mesh=mesh, in_specs=(P("stage"), P()), out_specs=P())(
+        ws, mb
+    ).reshape(x.shape)

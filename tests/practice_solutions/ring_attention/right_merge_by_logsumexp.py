@@ -21,7 +21,10 @@ def ring_attention(q, k, v, *, mesh):
                 out, lse = block_out, block_lse
             else:
                 merged = jnp.logaddexp(lse, block_lse)
-                out = out * jnp.exp(lse - merged)[:, None] + block_out * jnp.exp(block_lse - merged)[:, None]
+                out = (
+                    out * jnp.exp(lse - merged)[:, None]
+                    + block_out * jnp.exp(block_lse - merged)[:, None]
+                )
                 lse = merged
             if step < n - 1:
                 k, v = jax.lax.ppermute((k, v), "seq", backwards)

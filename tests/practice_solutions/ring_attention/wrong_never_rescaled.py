@@ -13,7 +13,7 @@ def ring_attention(q, k, v, *, mesh):
         m = jnp.full((q.shape[0],), -jnp.inf)
         denom = jnp.zeros((q.shape[0],))
         acc = jnp.zeros_like(q)
-        for i in range(n):
+        for _ in range(n):
             s = q @ k.T / jnp.sqrt(q.shape[1])
             m = jnp.maximum(m, s.max(axis=1))
             p = jnp.exp(s - m[:, None])

@@ -120,7 +120,9 @@ def _own_rows_only(o) -> bool:
     for k in ("w1", "w2"):
         rows = len(params[k]) // n
         for i in range(n):
-            grads = _gradients(params, x[i * batch : (i + 1) * batch], y[i * batch : (i + 1) * batch])
+            grads = _gradients(
+                params, x[i * batch : (i + 1) * batch], y[i * batch : (i + 1) * batch]
+            )
             block = slice(i * rows, (i + 1) * rows)
             if not np.allclose(
                 o.value[k][block], params[k][block] - lr * grads[k][block], rtol=1e-4, atol=1e-5

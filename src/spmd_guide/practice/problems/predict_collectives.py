@@ -80,9 +80,7 @@ from spmd_guide.practice.problem import Case, Problem, ResultHint
 
 
 def _cases(devices: int) -> list[Case]:
-    return [
-        Case((data, devices // data)) for data in range(1, devices + 1) if devices % data == 0
-    ]
+    return [Case((data, devices // data)) for data in range(1, devices + 1) if devices % data == 0]
 
 
 def _counts(answer) -> dict[str, int]:

@@ -67,7 +67,9 @@ def _cases(devices: int) -> list[Case]:
     for seed, mesh in enumerate(one_axis_meshes(devices, "seq")):
         length = (2 + seed % 2) * mesh.shape["seq"]
         # Scores spread widely, so a block with a larger maximum arrives late for some rows.
-        q, k, v = (normal(260 + 10 * seed + i, length, 4) * (2.0 if i < 2 else 1.0) for i in range(3))
+        q, k, v = (
+            normal(260 + 10 * seed + i, length, 4) * (2.0 if i < 2 else 1.0) for i in range(3)
+        )
         cases.append(Case((q, k, v), {"mesh": mesh}))
     return cases
 
