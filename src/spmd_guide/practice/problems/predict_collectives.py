@@ -14,9 +14,8 @@ KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective
 
 
 def mlp_loss(x, w1, w2):
-    """The function whose collectives are predicted: a two-layer MLP's mean squared output,
-    with ``x`` split by rows over ``'data'`` (8 columns), ``w1`` (8, 16) by columns over
-    ``'model'`` and ``w2`` (16, 4) by rows over ``'model'``; see :data:`LAYOUT`."""
+    """A two-layer MLP's mean squared output. ``x`` (16, 8) is split by rows over ``'data'``,
+    ``w1`` (8, 16) by columns over ``'model'``, ``w2`` (16, 4) by rows over ``'model'``."""
     return jnp.mean((jnp.tanh(x @ w1) @ w2) ** 2)
 
 
