@@ -10,16 +10,16 @@ ORDER = (
     "shard_map_simulate",
     "shard_map_vs_vmap",
     "shard_map_psum",
+    "explicit_matmul",
     "data_parallel_step",
-    "fsdp_step",
     "ring_all_reduce",
     "megatron_mlp",
+    "matmul_2d",
+    "predict_collectives",
+    "fsdp_step",
     "pipeline_forward",
     "ring_attention",
     "moe_dispatch",
-    "matmul_2d",
-    "explicit_matmul",
-    "predict_collectives",
 )
 """The problems' module names under :mod:`spmd_guide.practice.problems`, easiest first."""
 
