@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import jax
 import pytest
@@ -180,6 +181,34 @@ def test_a_solution_that_breaks_the_process_fails_clearly(tmp_path, name, text, 
     assert not report.passed, shown
     assert phrase in shown, shown
     assert "Traceback" not in shown
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not exited (a zombie has exited)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@pytest.mark.parametrize("hangs", [False, True], ids=["passes", "hangs"])
+def test_processes_a_solution_starts_are_stopped(tmp_path, hangs):
+    pid_file = tmp_path / "child.pid"
+    starts_a_child = (
+        "import subprocess, sys\n"
+        "_child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(_child.pid))\n"
+    )
+    body = "def shard_map_psum(x, *, mesh=None):\n    while True:\n        pass\n"
+    solution = starts_a_child + (body if hangs else CORRECT)
+    report = check(
+        "shard_map_psum", write(tmp_path, "child", solution), device_counts=(2,), case_timeout=5
+    )
+    assert report.passed is not hangs, report.text()
+    child = int(pid_file.read_text())
+    assert not running(child), f"the solution's child process {child} is still running"
 
 
 def test_patching_the_checker_in_the_worker_does_not_pass(tmp_path):
