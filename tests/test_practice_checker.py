@@ -111,6 +111,15 @@ ODD = {
         False,
         "your file called sys.exit(0) while being imported",
     ),
+    "loop_carry_starts_the_same_everywhere": (
+        CORRECT.replace(
+            'body = lambda block: jax.lax.psum(block.sum(), "data")',
+            "body = lambda block: jax.lax.psum(\n"
+            "        jax.lax.fori_loop(0, 1, lambda i, total: total + block.sum(), 0.0), 'data')",
+        ),
+        False,
+        "start it with jax.lax.pcast(start, axis_name, to='varying')",
+    ),
     "enters_a_mesh_context": (
         CORRECT.replace(
             "    body = lambda", "    with jax.set_mesh(mesh):\n        pass\n    body = lambda"

@@ -137,6 +137,13 @@ COMMON_HINTS: tuple[Hint, ...] = (
         "axis in out_specs to keep one block per device",
     ),
     ErrorHint(
+        "TypeError",
+        "manual axis types do not match",
+        "a loop's starting value (jnp.zeros, jnp.full, a Python number) is the same on every "
+        "device, but the loop's body makes it differ between devices, and a loop's carry must "
+        "keep one type: start it with jax.lax.pcast(start, axis_name, to='varying')",
+    ),
+    ErrorHint(
         "ValueError",
         "can only be used outside of `jax.jit`",
         "the checker calls your function under jax.jit, as a training step would be, and "

@@ -1,4 +1,4 @@
-"""Expected hint: divide by the number of devices"""
+"""Expected hint: divide by n for their mean"""
 
 import jax
 import jax.numpy as jnp

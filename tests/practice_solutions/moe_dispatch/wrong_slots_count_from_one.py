@@ -1,4 +1,4 @@
-"""Expected hint: each expert kept one token too few from each device"""
+"""Expected hint: each device sent each expert it filled one token too few"""
 
 import jax
 import jax.numpy as jnp

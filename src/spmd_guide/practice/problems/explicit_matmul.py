@@ -76,7 +76,7 @@ PROBLEM = Problem(
             _columns_whole,
             "the numbers are right but every device holds whole rows of the result: ask for "
             "the layout in the matmul itself, jnp.matmul(x, w, out_sharding=NamedSharding(mesh, "
-            "P('data', 'model'))), so no device ever builds more than its own block",
+            "P('data', 'model'))), so each device keeps only its own block",
         ),
         ErrorHint(
             "ShardingTypeError",

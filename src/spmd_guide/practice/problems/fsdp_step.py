@@ -142,8 +142,8 @@ PROBLEM = Problem(
     hints=(
         ResultHint(
             _summed,
-            "the step is once per device too large: the reduce-scatter sums the devices' "
-            "gradients; divide by the number of devices, mesh.shape['data'], for their mean",
+            "the step is n times too large, n = mesh.shape['data']: the reduce-scatter sums "
+            "the devices' gradients; divide by n for their mean",
         ),
         ResultHint(
             _own_rows_only,

@@ -124,7 +124,7 @@ PROBLEM = Problem(
     hints=(
         ResultHint(
             _one_slot_short,
-            "each expert kept one token too few from each device: the first token sent to an "
+            "each device sent each expert it filled one token too few: the first token sent to an "
             "expert takes slot 0, so a token is dropped only when its slot is >= capacity "
             "(a cumulative count starts at 1: subtract 1)",
         ),

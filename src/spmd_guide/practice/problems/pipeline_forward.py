@@ -131,9 +131,9 @@ PROBLEM = Problem(
         ErrorHint(
             "ValueError",
             r"out_specs which require replication",
-            "the outputs differ between stages (only the last stage's are finished), so "
+            "the outputs' type varies over 'stage' (only the last stage's are finished), so "
             "out_specs=P() refuses them: keep the last stage's with jnp.where and add them "
-            "over 'stage' with jax.lax.psum",
+            "over 'stage' with jax.lax.psum, which makes them the same on every device",
         ),
     ),
 )
