@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import http.server
 import threading
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,9 @@ def content_pages() -> list[str]:
         for path in SITE.rglob("*.html")
         if not str(path.relative_to(SITE)).startswith(skip)
     )
+
+
+def project_urls() -> dict[str, str]:
+    """pyproject.toml's [project.urls]: where the site is served and its repository."""
+    with open(SITE.parents[2] / "pyproject.toml", "rb") as pyproject:
+        return tomllib.load(pyproject)["project"]["urls"]

@@ -51,84 +51,6 @@ def test_every_page_loads_without_errors_or_missing_files(context, site_url, pag
     tab.close()
 
 
-@pytest.mark.parametrize(
-    ("term", "expected"),
-    [
-        ("psum", ["problems/shard-map-psum.html", "patterns/collectives.html"]),
-        ("shard_map", ["tutorial/sharded-computation.html", "problems/shard-map-vs-vmap.html"]),
-        ("FSDP", ["patterns/fsdp.html", "guide/spmd-sharding.html"]),
-    ],
-)
-def test_search_lists_the_pages_about_a_term(context, site_url, term, expected):
-    tab = context.new_page()
-    tab.goto(f"{site_url}search.html?q={term}")
-    tab.wait_for_selector("#search-results ul.search li", timeout=15_000)
-    tab.wait_for_function(
-        "document.querySelector('#search-results .search-summary')?.textContent.length > 0",
-        timeout=15_000,
-    )
-    hrefs = tab.eval_on_selector_all(
-        "#search-results ul.search li a", "links => links.map(a => a.getAttribute('href'))"
-    )
-    found = {urldefrag(h)[0] for h in hrefs}
-    for page in expected:
-        assert page in found, (term, sorted(found))
-
-
-def _luminance(rgb: tuple[float, ...]) -> float:
-    def channel(c: float) -> float:
-        c /= 255
-        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
-
-    r, g, b = (channel(c) for c in rgb[:3])
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
-
-
-def _contrast(a: tuple[float, ...], b: tuple[float, ...]) -> float:
-    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
-    return (la + 0.05) / (lb + 0.05)
-
-
-def _rgb(css: str) -> tuple[float, ...]:
-    return tuple(float(v) for v in re.findall(r"[\d.]+", css)[:3])
-
-
-PICTURE_COLOURS = """
-() => {
-  const out = [];
-  for (const pre of document.querySelectorAll('.cell_output .output.text_html pre')) {
-    const preStyle = getComputedStyle(pre);
-    const items = [pre, ...pre.querySelectorAll('span')];
-    for (const el of items) {
-      const s = getComputedStyle(el);
-      const clear = s.backgroundColor === 'rgba(0, 0, 0, 0)';
-      const bg = clear ? preStyle.backgroundColor : s.backgroundColor;
-      out.push([s.color, bg]);
-    }
-  }
-  return out;
-}
-"""
-
-
-def test_the_theme_toggle_switches_and_pictures_stay_readable(context, site_url):
-    tab = context.new_page()
-    tab.goto(site_url + "tutorial/sharded-computation.html")
-    seen = {}
-    for _ in range(3):
-        tab.click("button.theme-toggle >> visible=true")
-        theme = tab.evaluate("document.body.dataset.theme")
-        background = tab.evaluate("getComputedStyle(document.body).backgroundColor")
-        seen[theme] = background
-        colours = tab.evaluate(PICTURE_COLOURS)
-        assert colours, "the page should show sharding pictures"
-        for text, back in colours:
-            assert _contrast(_rgb(text), _rgb(back)) >= 4.5, (theme, text, back)
-    assert {"light", "dark"} <= set(seen), seen
-    assert seen["light"] != seen["dark"]
-    assert _luminance(_rgb(seen["dark"])) < _luminance(_rgb(seen["light"]))
-
-
 def test_the_copy_button_copies_code_without_prompts_or_outputs(context, site_url):
     tab = context.new_page()
     tab.goto(site_url + "tutorial/sharded-computation.html")
@@ -187,19 +109,6 @@ def test_every_internal_link_and_anchor_resolves():
                 if anchor not in ids:
                     broken.append(f"{page}: {href} (no anchor)")
     assert broken == [], broken[:20]
-
-
-def test_each_page_offers_its_source_as_markdown_and_notebook(context, site_url):
-    tab = context.new_page()
-    tab.goto(site_url + "patterns/fsdp.html")
-    links = tab.eval_on_selector_all(
-        ".source-downloads a", "links => links.map(a => a.getAttribute('href'))"
-    )
-    assert [Path(link).suffix for link in links] == [".md", ".ipynb"]
-    for link in links:
-        response = tab.request.get(urljoin(site_url + "patterns/fsdp.html", link))
-        assert response.ok
-    assert (SITE / "_sources" / "patterns" / "fsdp.ipynb").stat().st_size > 1000
 
 
 def test_no_page_is_over_a_megabyte():

@@ -13,7 +13,9 @@ import os
 import platform
 import shutil
 import sys
+import tomllib
 from pathlib import Path
+from urllib.parse import urlparse
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -26,12 +28,13 @@ os.environ.setdefault("JAX_NUM_CPU_DEVICES", "8")
 import flax  # noqa: E402
 import jax  # noqa: E402
 import jaxlib  # noqa: E402
+from sphinx.errors import ConfigError  # noqa: E402
 
 import spmd_guide  # noqa: E402
 
 sys.path.insert(0, str(DOCS / "_ext"))
 
-project = "spmd-guide"
+project = "SPMD in JAX"
 author = "The spmd-guide authors"
 copyright = "2026, the spmd-guide authors"
 release = spmd_guide.__version__
@@ -45,8 +48,11 @@ extensions = [
     "sphinx_copybutton",
     "sphinx_design",
     "notfound.extension",
-    "sphinx_sitemap",
     "sphinxext.opengraph",
+    "api_signatures",
+    "execution_status",
+    "sharding_pictures",
+    "sitemap",
     "source_downloads",
 ]
 
@@ -61,21 +67,27 @@ exclude_patterns = [
 nitpicky = True
 
 # -- Hosting ---------------------------------------------------------------------------------
-# Where the site is served. Read the Docs sets its canonical URL; the GitHub Pages workflow sets
-# SPMD_GUIDE_BASE_URL; a local build points at the docs-live preview.
-html_baseurl = os.environ.get(
-    "SPMD_GUIDE_BASE_URL", os.environ.get("READTHEDOCS_CANONICAL_URL", "http://127.0.0.1:8000/")
-)
+# The site's address and its repository come from pyproject.toml's [project.urls], the one place
+# they are set. Every build, local ones included, names the hosted address as canonical, so a
+# hosted build can never advertise a preview address.
+with open(ROOT / "pyproject.toml", "rb") as pyproject:
+    PROJECT_URLS = tomllib.load(pyproject)["project"].get("urls", {})
+html_baseurl = PROJECT_URLS.get("Documentation", "")
+REPOSITORY_URL = PROJECT_URLS.get("Repository", "")
+for _name, _url in (("Documentation", html_baseurl), ("Repository", REPOSITORY_URL)):
+    _parts = urlparse(_url)
+    if _parts.scheme != "https" or _parts.hostname in (None, "localhost", "127.0.0.1"):
+        raise ConfigError(
+            f"pyproject.toml [project.urls] {_name} must be the public https address of the "
+            f"{'site' if _name == 'Documentation' else 'repository'}, got {_url!r}"
+        )
 if not html_baseurl.endswith("/"):
     html_baseurl += "/"
-sitemap_url_scheme = "{link}"
 ogp_site_url = html_baseurl
-ogp_site_name = "spmd-guide"
+ogp_site_name = "SPMD in JAX"
 ogp_description_length = 200
 ogp_enable_meta_description = True
-from urllib.parse import urlparse  # noqa: E402
-
-notfound_urls_prefix = urlparse(html_baseurl).path or "/"
+notfound_urls_prefix = urlparse(html_baseurl).path
 notfound_context = {
     "title": "Page not found",
     "body": "<h1>Page not found</h1><p>There is no page at this address. It may have moved: "
@@ -88,13 +100,25 @@ html_sourcelink_suffix = ""
 
 # -- Theme ---------------------------------------------------------------------------------
 html_theme = "furo"
-html_title = "spmd-guide"
+html_title = "SPMD in JAX: an executable guide"
+html_short_title = "SPMD in JAX"
+html_logo = "_static/logo.svg"
+html_favicon = "_static/logo.svg"
 html_static_path = ["_static"]
 templates_path = ["_templates"]
 html_css_files = ["spmd-guide.css"]
-html_theme_options = {"navigation_with_keys": True}
+html_theme_options = {
+    "navigation_with_keys": True,
+    # "view" is where _templates/components/view-this-page.html offers the downloads.
+    "top_of_page_buttons": ["view", "edit"],
+    "source_repository": REPOSITORY_URL.rstrip("/") + "/",
+    "source_branch": "main",
+    "source_directory": "docs/",
+}
 pygments_style = "friendly"
 pygments_dark_style = "monokai"
+# Concept searches should land on teaching pages before the reference pages.
+html_search_scorer = str(DOCS / "_ext" / "search_scorer.js")
 
 # -- MyST and notebook execution --------------------------------------------------------------
 # No dollarmath: maths would need MathJax from a CDN, and the site works offline.
@@ -210,4 +234,4 @@ BUILT_WITH = {
     "device_count": os.environ["JAX_NUM_CPU_DEVICES"],
 }
 myst_substitutions = BUILT_WITH
-html_context = {"built_with": BUILT_WITH}
+html_context = {"built_with": BUILT_WITH, "repository_url": REPOSITORY_URL}

@@ -12,3 +12,8 @@ warnings.filterwarnings(
 
 # A cell that raises on purpose should show the error, not JAX's internal call stack.
 get_ipython().run_line_magic("xmode", "minimal")  # noqa: F821
+
+# ipykernel names each cell after a temporary file on the build machine
+# (/tmp/ipykernel_<pid>/<hash>.py), and JAX quotes that name in some messages ("true_fun is
+# <lambda> at ..."). Name cells by their number instead, as a reader's own notebook would show.
+get_ipython().compile.get_code_name = lambda raw_code, code, number: f"<cell {number}>"  # noqa: F821

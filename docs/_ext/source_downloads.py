@@ -1,20 +1,29 @@
-"""Offer each page's source for download, as MyST Markdown and, for notebooks, as .ipynb.
+"""Offer each page's source for download: as MyST Markdown, and as a Jupyter notebook that
+holds the outputs of this build.
 
 Sphinx already copies every source into ``_sources/`` (kept with its own ``.md`` suffix, see
-``html_sourcelink_suffix`` in conf.py). This extension writes a Jupyter notebook beside each
-MyST notebook's source, converted with Jupytext (code and text only: outputs are made by running
-it), and puts links to both at the top of the page.
+``html_sourcelink_suffix`` in conf.py); that is the ``.md`` download, as written. The ``.ipynb``
+download is the notebook as this build executed it, with the hidden check cells (tag
+``remove-cell``) dropped: they assert what the prose says, which is the site's business, not
+the reader's, and the page never shows them. Because a reader runs the notebook without them,
+the build fails if a visible cell uses a name that only a hidden cell defines.
+
+The links go into the page's header actions (``components/view-this-page.html``), through the
+``source_downloads`` template variable.
 """
 
 from __future__ import annotations
 
+import ast
+import builtins
 from pathlib import Path
 
 import jupytext
+import nbformat
 from sphinx.application import Sphinx
-from sphinx.util import logging
+from sphinx.errors import ExtensionError
 
-logger = logging.getLogger(__name__)
+HIDDEN = "remove-cell"
 
 
 def _is_notebook(source: Path) -> bool:
@@ -23,33 +32,115 @@ def _is_notebook(source: Path) -> bool:
 
 
 def add_links(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    if doctree is None or "body" not in context:
+    if doctree is None:
         return
     source = Path(app.env.doc2path(pagename))
     if source.suffix != ".md":
         return
     root = context["pathto"]("_sources/", 1)
-    links = [f'<a href="{root}{pagename}.md" download>.md</a>']
+    links = [("Markdown source (.md)", f"{root}{pagename}.md")]
     if _is_notebook(source):
-        links.append(f'<a href="{root}{pagename}.ipynb" download>.ipynb</a>')
-    context["body"] = (
-        '<p class="source-downloads">Download this page: '
-        + " · ".join(links)
-        + "</p>\n"
-        + context["body"]
-    )
+        links.append(("Notebook with outputs (.ipynb)", f"{root}{pagename}.ipynb"))
+    context["source_downloads"] = links
+
+
+def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """The names a cell binds and the names it reads."""
+    bound: set[str] = set()
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return bound, read
+
+
+def _parse(source: str) -> ast.AST | None:
+    try:
+        return ast.parse(source)
+    except SyntaxError:  # IPython syntax such as a %magic line: nothing to check
+        return None
+
+
+def without_hidden_cells(notebook: nbformat.NotebookNode, docname: str) -> None:
+    """Drop hidden cells, and refuse if a visible cell reads a name only they define."""
+    defined = set(dir(builtins))
+    hidden_only: set[str] = set()
+    kept = []
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            kept.append(cell)
+            continue
+        tree = _parse(cell.source)
+        bound, read = _names(tree) if tree is not None else (set(), set())
+        if HIDDEN in cell.get("metadata", {}).get("tags", []):
+            hidden_only |= bound - defined
+            continue
+        missing = sorted(name for name in read - bound - defined if name in hidden_only)
+        if missing:
+            first_line = cell.source.strip().splitlines()[0]
+            raise ExtensionError(
+                f"{docname}: the cell that starts {first_line!r} reads {', '.join(missing)}, "
+                f"which only a hidden cell (tag {HIDDEN}) defines; the downloaded notebook, "
+                "which leaves hidden cells out, would fail there. Define it in a visible cell, "
+                "or one tagged remove-input, instead."
+            )
+        defined |= bound
+        hidden_only -= bound
+        # Outputs a page never shows are not part of the download either.
+        cell.outputs = [
+            out
+            for out in cell.get("outputs", [])
+            if not (out.output_type == "stream" and out.name == "stderr")
+        ]
+        kept.append(cell)
+    notebook.cells = kept
+
+
+def executed_notebook(app: Sphinx, docname: str) -> nbformat.NotebookNode:
+    """The notebook as this build executed it, outputs included."""
+    if app.config.nb_execution_mode == "cache":
+        # myst-nb keeps a cached page's outputs in the execution cache, not in the copy it
+        # writes to jupyter_execute/; match the page's code against the cache, as it does.
+        from jupyter_cache import get_cache
+
+        notebook = jupytext.read(app.env.doc2path(docname))
+        try:
+            _, notebook = get_cache(app.config.nb_execution_cache_path).merge_match_into_notebook(
+                notebook
+            )
+        except KeyError:
+            raise ExtensionError(
+                f"{docname}: its code has no entry in the execution cache; rebuild with "
+                "`nox -s docs -- --fresh`"
+            ) from None
+        return notebook
+    run = Path(app.outdir).parent / "jupyter_execute" / f"{docname}.ipynb"
+    if not run.is_file():
+        raise ExtensionError(f"{docname}: no executed notebook at {run}")
+    return nbformat.read(run, as_version=4)
 
 
 def write_notebooks(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     out = Path(app.outdir) / "_sources"
-    for docname in app.env.found_docs:
+    for docname in sorted(app.env.found_docs):
         source = Path(app.env.doc2path(docname))
-        if source.suffix == ".md" and _is_notebook(source):
-            target = out / f"{docname}.ipynb"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            jupytext.write(jupytext.read(source), target, fmt="ipynb")
+        if source.suffix != ".md" or not _is_notebook(source):
+            continue
+        notebook = executed_notebook(app, docname)
+        without_hidden_cells(notebook, docname)
+        target = out / f"{docname}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, target)
 
 
 def setup(app: Sphinx) -> dict:

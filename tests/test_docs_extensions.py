@@ -1,0 +1,154 @@
+"""The docs build's own extensions (docs/_ext), on small inputs."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import jax
+import nbformat
+import pytest
+from sphinx.errors import ExtensionError
+
+EXTENSIONS = Path(__file__).resolve().parents[1] / "docs" / "_ext"
+sys.path.insert(0, str(EXTENSIONS))
+
+import api_signatures  # noqa: E402
+import sharding_pictures  # noqa: E402
+import source_downloads  # noqa: E402
+
+BASE = "https://example.org/guide/"
+
+
+def _site(root: Path, pages: list[str]) -> Path:
+    root.mkdir()
+    (root / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(EXTENSIONS)!r})\n"
+        f"extensions = ['sitemap']\nhtml_baseurl = {BASE!r}\n"
+    )
+    toctree = "\n".join(f"   {page}" for page in pages if page != "index")
+    (root / "index.rst").write_text(f"Home\n====\n\n.. toctree::\n\n{toctree}\n")
+    for page in pages:
+        if page != "index":
+            (root / f"{page}.rst").write_text(f"{page}\n{'=' * len(page)}\n\nText.\n")
+    return root
+
+
+def _build(source: Path, out: Path) -> list[str]:
+    subprocess.run(
+        [sys.executable, "-m", "sphinx", "-q", "-W", "-j", "2", "-b", "html", source, out],
+        check=True,
+    )
+    tree = ElementTree.parse(out / "sitemap.xml")
+    return [loc.text for loc in tree.iter("{http://www.sitemaps.org/schemas/sitemap/0.9}loc")]
+
+
+@pytest.mark.skipif(jax.device_count() != 8, reason="no JAX inside; run once, in the 8-device pass")
+def test_sitemap_lists_every_page_after_parallel_and_incremental_builds(tmp_path):
+    pages = ["index", "alpha", "beta", "gamma", "delta", "epsilon"]
+    source = _site(tmp_path / "src", pages)
+    out = tmp_path / "html"
+    expected = [BASE + "index.html", *sorted(BASE + f"{p}.html" for p in pages[1:])]
+    assert _build(source, out) == expected
+    # An incremental build rewrites only the changed page; the sitemap must still list all.
+    (source / "beta.rst").write_text("beta\n====\n\nChanged.\n")
+    assert _build(source, out) == expected
+    (source / "zeta.rst").write_text("zeta\n====\n\nNew.\n")
+    (source / "index.rst").write_text((source / "index.rst").read_text() + "   zeta\n")
+    assert _build(source, out) == [*expected, BASE + "zeta.html"]
+
+
+def _notebook(*cells: tuple[str, list[str]]) -> nbformat.NotebookNode:
+    notebook = nbformat.v4.new_notebook()
+    for source, tags in cells:
+        cell = nbformat.v4.new_code_cell(source, metadata={"tags": tags})
+        cell.outputs = [
+            nbformat.v4.new_output("stream", name="stdout", text="shown\n"),
+            nbformat.v4.new_output("stream", name="stderr", text="XLA log line\n"),
+        ]
+        notebook.cells.append(cell)
+    return notebook
+
+
+def test_the_download_drops_hidden_cells_and_stderr_and_keeps_outputs():
+    notebook = _notebook(
+        ("x = 1\nprint(x)", []),
+        ("assert x == 1\nchecked = True", ["remove-cell"]),
+        ("y = x + 1", []),
+    )
+    source_downloads.without_hidden_cells(notebook, "page")
+    assert [cell.source for cell in notebook.cells] == ["x = 1\nprint(x)", "y = x + 1"]
+    for cell in notebook.cells:
+        assert [(out.name, out.text) for out in cell.outputs] == [("stdout", "shown\n")]
+
+
+def test_the_download_refuses_a_visible_cell_that_needs_a_hidden_one():
+    notebook = _notebook(
+        ("import numpy as np", []),
+        ("expected = np.zeros(3)", ["remove-cell"]),
+        ("np.testing.assert_array_equal(expected, np.zeros(3))", []),
+    )
+    with pytest.raises(
+        ExtensionError, match=r"page: the cell that starts 'np.testing.*' reads expected"
+    ):
+        source_downloads.without_hidden_cells(notebook, "page")
+
+
+def test_a_name_a_visible_cell_defines_again_is_not_hidden_only():
+    notebook = _notebook(
+        ("total = 0", ["remove-cell"]),
+        ("total = 3\nprint(total)", []),
+        ("def f(total):\n    return total\n\nf(total)", []),
+    )
+    source_downloads.without_hidden_cells(notebook, "page")
+    assert len(notebook.cells) == 2
+
+
+TAB20B = [
+    "#393b79", "#5254a3", "#6b6ecf", "#9c9ede", "#637939", "#8ca252", "#b5cf6b", "#cedb9c",
+    "#8c6d31", "#bd9e39", "#e7ba52", "#e7cb94", "#843c39", "#ad494a", "#d6616b", "#e7969c",
+    "#7b4173", "#a55194", "#ce6dbd", "#de9ed6",
+]  # fmt: skip
+
+
+def _contrast(a: str, b: str) -> float:
+    la, lb = sorted(map(sharding_pictures._luminance, (a, b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def test_every_tile_colour_gets_text_of_at_least_aa_contrast():
+    for colour in TAB20B:
+        text = sharding_pictures.legible_text_colour(colour)
+        assert _contrast(text, colour) >= 4.5, (colour, text)
+    # JAX's own choice for this tile is white, at 2.5:1.
+    assert sharding_pictures.legible_text_colour("#9c9ede") == "#000000"
+
+
+def test_a_rich_picture_is_restyled_for_the_site():
+    picture = (
+        '<pre style="white-space:pre;overflow-x:auto;line-height:normal;font-family:Menlo">'
+        '<span style="color: #ffffff; text-decoration-color: #ffffff; '
+        'background-color: #9c9ede">  CPU 0  </span>\n</pre>'
+    )
+    restyled = sharding_pictures.restyle(picture)
+    assert restyled.startswith('<pre class="sharding-picture">')
+    assert re.search(r"(?<![-\w])color: #000000", restyled)
+    assert "text-decoration-color: #000000" in restyled
+    assert "background-color: #9c9ede" in restyled
+
+
+def test_a_dataclass_factory_default_reads_as_its_value():
+    @dataclasses.dataclass
+    class Record:
+        name: str
+        tags: list[str] = dataclasses.field(default_factory=list)
+        extra: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    signature, _ = api_signatures.readable_defaults(
+        None, "class", "Record", Record, {}, "(name, tags=<factory>, extra=<factory>)", None
+    )
+    assert signature == "(name, tags=[], extra={})"
