@@ -88,3 +88,5 @@ def test_each_notebook_download_has_this_builds_outputs_and_only_the_visible_cel
         for cell in code:
             for output in cell["outputs"]:
                 assert output.get("name") != "stderr", doc
+        counts = [cell["execution_count"] for cell in code if cell["execution_count"]]
+        assert counts == list(range(1, len(counts) + 1)), (doc, counts)

@@ -38,6 +38,7 @@ PICTURES = """
       tiles,
       title: title.split('\\n').pop(),
       inside: box.left >= column.left - 1 && box.right <= column.right + 1,
+      scrolls: pre.scrollWidth > pre.clientWidth + 1,
       background: style.backgroundColor,
       color: style.color,
     };
@@ -98,6 +99,8 @@ def test_pictures_are_coloured_labelled_titled_and_inside_the_column(
             f"a picture on {page} has no title naming its array and spec: {picture['title']!r}"
         )
         assert picture["inside"], f"a picture on {page} reaches past the column at {width} px"
+        # These pages' pictures are at most 80 characters wide: they fit without scrolling.
+        assert not picture["scrolls"], f"a picture on {page} must scroll at {width} px"
     assert len(colours) >= 2, colours
 
 

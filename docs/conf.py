@@ -87,6 +87,8 @@ ogp_site_url = html_baseurl
 ogp_site_name = "SPMD in JAX"
 ogp_description_length = 200
 ogp_enable_meta_description = True
+# Social-card images would be drawn with matplotlib on every build; the pages need none.
+ogp_social_cards = {"enable": False}
 notfound_urls_prefix = urlparse(html_baseurl).path
 notfound_context = {
     "title": "Page not found",

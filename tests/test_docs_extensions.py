@@ -135,7 +135,7 @@ def test_a_rich_picture_is_restyled_for_the_site():
         'background-color: #9c9ede">  CPU 0  </span>\n</pre>'
     )
     restyled = sharding_pictures.restyle(picture)
-    assert restyled.startswith('<pre class="sharding-picture">')
+    assert restyled.startswith('<pre class="sharding-picture" style="--columns: 9">')
     assert re.search(r"(?<![-\w])color: #000000", restyled)
     assert "text-decoration-color: #000000" in restyled
     assert "background-color: #9c9ede" in restyled

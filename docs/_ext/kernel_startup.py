@@ -15,5 +15,5 @@ get_ipython().run_line_magic("xmode", "minimal")  # noqa: F821
 
 # ipykernel names each cell after a temporary file on the build machine
 # (/tmp/ipykernel_<pid>/<hash>.py), and JAX quotes that name in some messages ("true_fun is
-# <lambda> at ..."). Name cells by their number instead, as a reader's own notebook would show.
-get_ipython().compile.get_code_name = lambda raw_code, code, number: f"<cell {number}>"  # noqa: F821
+# <lambda> at ..."). Call every cell "<cell>": a line number within it is what a reader can use.
+get_ipython().compile.get_code_name = lambda raw_code, code, number: "<cell>"  # noqa: F821

@@ -4,8 +4,9 @@ In a notebook the picture is rich's HTML: a ``<pre>`` with a fixed inline style,
 ``<span>`` per tile with a background colour from matplotlib's tab20b map and black or white
 text. This transform, run when a page is read:
 
-- swaps the inline style of the ``<pre>`` for the class ``sharding-picture``, so the site's
-  stylesheet decides its width (it scrolls inside its own box) and its colours in dark mode;
+- swaps the inline style of the ``<pre>`` for the class ``sharding-picture`` and the width of
+  its widest line, so the site's stylesheet decides its font size (small enough to fit a
+  phone), its overflow (it scrolls inside its own box) and its colours in dark mode;
 - gives each tile the text colour, black or white, with the higher WCAG contrast against the
   tile. JAX picks it by a brightness threshold, which leaves white text on its lighter tiles
   (2.5:1 on ``#9c9ede``, where black gives 8.4:1);
@@ -14,6 +15,7 @@ text. This transform, run when a page is read:
 
 from __future__ import annotations
 
+import html
 import re
 
 from docutils import nodes
@@ -53,7 +55,12 @@ def _recolour(match: re.Match) -> str:
 
 
 def restyle(picture: str) -> str:
-    picture = RICH_PRE.sub('<pre class="sharding-picture">', picture, count=1)
+    text = html.unescape(re.sub(r"<[^>]+>", "", picture))
+    columns = max(len(line) for line in text.splitlines())
+    # The stylesheet sizes the font from --columns so the widest line fits a phone's column.
+    picture = RICH_PRE.sub(
+        f'<pre class="sharding-picture" style="--columns: {columns}">', picture, count=1
+    )
     return TILE_STYLE.sub(_recolour, picture)
 
 

@@ -18,7 +18,6 @@ import ast
 import builtins
 from pathlib import Path
 
-import jupytext
 import nbformat
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
@@ -42,6 +41,7 @@ def add_links(app: Sphinx, pagename: str, templatename: str, context: dict, doct
     if _is_notebook(source):
         links.append(("Notebook with outputs (.ipynb)", f"{root}{pagename}.ipynb"))
     context["source_downloads"] = links
+    context["page_has_outputs"] = len(links) == 2
 
 
 def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
@@ -102,6 +102,15 @@ def without_hidden_cells(notebook: nbformat.NotebookNode, docname: str) -> None:
         ]
         kept.append(cell)
     notebook.cells = kept
+    # Number the cells that ran 1, 2, 3... again, with no gaps where hidden cells were.
+    number = 0
+    for cell in kept:
+        if cell.cell_type == "code" and cell.get("execution_count") is not None:
+            number += 1
+            cell.execution_count = number
+            for out in cell.outputs:
+                if "execution_count" in out:
+                    out.execution_count = number
 
 
 def executed_notebook(app: Sphinx, docname: str) -> nbformat.NotebookNode:
@@ -109,6 +118,7 @@ def executed_notebook(app: Sphinx, docname: str) -> nbformat.NotebookNode:
     if app.config.nb_execution_mode == "cache":
         # myst-nb keeps a cached page's outputs in the execution cache, not in the copy it
         # writes to jupyter_execute/; match the page's code against the cache, as it does.
+        import jupytext
         from jupyter_cache import get_cache
 
         notebook = jupytext.read(app.env.doc2path(docname))
