@@ -13,7 +13,6 @@ import os
 import platform
 import shutil
 import sys
-import tomllib
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -28,11 +27,11 @@ os.environ.setdefault("JAX_NUM_CPU_DEVICES", "8")
 import flax  # noqa: E402
 import jax  # noqa: E402
 import jaxlib  # noqa: E402
-from sphinx.errors import ConfigError  # noqa: E402
 
 import spmd_guide  # noqa: E402
 
 sys.path.insert(0, str(DOCS / "_ext"))
+from hosting import site_urls  # noqa: E402
 
 project = "SPMD in JAX"
 author = "The spmd-guide authors"
@@ -67,22 +66,8 @@ exclude_patterns = [
 nitpicky = True
 
 # -- Hosting ---------------------------------------------------------------------------------
-# The site's address and its repository come from pyproject.toml's [project.urls], the one place
-# they are set. Every build, local ones included, names the hosted address as canonical, so a
-# hosted build can never advertise a preview address.
-with open(ROOT / "pyproject.toml", "rb") as pyproject:
-    PROJECT_URLS = tomllib.load(pyproject)["project"].get("urls", {})
-html_baseurl = PROJECT_URLS.get("Documentation", "")
-REPOSITORY_URL = PROJECT_URLS.get("Repository", "")
-for _name, _url in (("Documentation", html_baseurl), ("Repository", REPOSITORY_URL)):
-    _parts = urlparse(_url)
-    if _parts.scheme != "https" or _parts.hostname in (None, "localhost", "127.0.0.1"):
-        raise ConfigError(
-            f"pyproject.toml [project.urls] {_name} must be the public https address of the "
-            f"{'site' if _name == 'Documentation' else 'repository'}, got {_url!r}"
-        )
-if not html_baseurl.endswith("/"):
-    html_baseurl += "/"
+# Every build, local ones included, names the hosted address (docs/_ext/hosting.py).
+html_baseurl, REPOSITORY_URL = site_urls(ROOT / "pyproject.toml")
 ogp_site_url = html_baseurl
 ogp_site_name = "SPMD in JAX"
 ogp_description_length = 200
@@ -113,7 +98,7 @@ html_theme_options = {
     "navigation_with_keys": True,
     # "view" is where _templates/components/view-this-page.html offers the downloads.
     "top_of_page_buttons": ["view", "edit"],
-    "source_repository": REPOSITORY_URL.rstrip("/") + "/",
+    "source_repository": REPOSITORY_URL + "/",
     "source_branch": "main",
     "source_directory": "docs/",
 }

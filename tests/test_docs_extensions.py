@@ -12,12 +12,13 @@ from pathlib import Path
 import jax
 import nbformat
 import pytest
-from sphinx.errors import ExtensionError
+from sphinx.errors import ConfigError, ExtensionError
 
 EXTENSIONS = Path(__file__).resolve().parents[1] / "docs" / "_ext"
 sys.path.insert(0, str(EXTENSIONS))
 
 import api_signatures  # noqa: E402
+import hosting  # noqa: E402
 import sharding_pictures  # noqa: E402
 import source_downloads  # noqa: E402
 
@@ -152,3 +153,32 @@ def test_a_dataclass_factory_default_reads_as_its_value():
         None, "class", "Record", Record, {}, "(name, tags=<factory>, extra=<factory>)", None
     )
     assert signature == "(name, tags=[], extra={})"
+
+
+def _pyproject(tmp_path: Path, urls: str) -> Path:
+    path = tmp_path / "pyproject.toml"
+    path.write_text(f'[project]\nname = "x"\n\n[project.urls]\n{urls}\n')
+    return path
+
+
+def test_the_site_and_repository_addresses_come_from_pyproject(tmp_path):
+    pyproject = _pyproject(
+        tmp_path,
+        'Documentation = "https://example.org/guide"\nRepository = "https://example.org/src/"',
+    )
+    assert hosting.site_urls(pyproject) == ("https://example.org/guide/", "https://example.org/src")
+
+
+@pytest.mark.parametrize(
+    "urls",
+    [
+        'Repository = "https://example.org/src"',
+        'Documentation = "http://127.0.0.1:8000/"\nRepository = "https://example.org/src"',
+        'Documentation = "https://localhost/"\nRepository = "https://example.org/src"',
+        'Documentation = "http://example.org/"\nRepository = "https://example.org/src"',
+        'Documentation = "https://example.org/"',
+    ],
+)
+def test_a_build_without_a_public_address_stops_and_says_where_to_set_it(tmp_path, urls):
+    with pytest.raises(ConfigError, match=r"\[project.urls\] (Documentation|Repository) must be"):
+        hosting.site_urls(_pyproject(tmp_path, urls))
