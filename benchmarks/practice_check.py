@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from spmd_guide.devices import environment_without_jax_settings
+from spmd_guide.environment import environment_without_jax_settings
 from spmd_guide.practice import PROBLEMS
 
 TARGET_SECONDS = 30.0

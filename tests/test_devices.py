@@ -8,7 +8,7 @@ import jax
 import pytest
 
 from spmd_guide import requested_device_count, use_cpu_devices
-from spmd_guide.devices import environment_without_jax_settings
+from spmd_guide.environment import environment_without_jax_settings
 
 
 def run_fresh(code: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -41,6 +41,7 @@ def test_a_different_count_after_start_is_refused_with_a_fix(cpu_devices):
     assert f"already running on {len(cpu_devices)} cpu device" in str(error.value)
 
 
+@pytest.mark.once
 @pytest.mark.parametrize("count", [1, 3, 8])
 def test_a_fresh_process_gets_the_count_it_asks_for(count):
     result = run_fresh(
@@ -55,6 +56,7 @@ def test_a_fresh_process_gets_the_count_it_asks_for(count):
     assert result.stdout.split() == [str(count), str(count), "cpu"]
 
 
+@pytest.mark.once
 def test_the_environment_variable_sets_the_default_count():
     result = run_fresh(
         "from spmd_guide import use_cpu_devices; print(len(use_cpu_devices()))",
@@ -64,6 +66,7 @@ def test_the_environment_variable_sets_the_default_count():
     assert result.stdout.strip() == "5"
 
 
+@pytest.mark.once
 def test_eight_devices_when_nothing_is_set():
     result = run_fresh("from spmd_guide import use_cpu_devices; print(len(use_cpu_devices()))")
     assert result.returncode == 0, result.stderr

@@ -8,10 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jax
 import pytest
 
-from spmd_guide.devices import environment_without_jax_settings
+from spmd_guide.environment import environment_without_jax_settings
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 EXAMPLE = EXAMPLES / "distributed" / "sharding_spmd.py"
@@ -31,12 +30,6 @@ def test_examples_import_only_jax_flax_optax_numpy_and_the_standard_library(scri
     assert imported <= ALLOWED_IMPORTS, imported - ALLOWED_IMPORTS
 
 
-# Each example run starts its own JAX; doing that in each device-count pass adds nothing.
-runs_once = pytest.mark.skipif(
-    jax.device_count() != 8, reason="the examples run once, in the 8-device pass"
-)
-
-
 def run_example(*args: str) -> subprocess.CompletedProcess[str]:
     env = environment_without_jax_settings()
     return subprocess.run(
@@ -48,7 +41,7 @@ def run_example(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@runs_once
+@pytest.mark.once
 @pytest.mark.parametrize("strategy", ["dp", "tp", "2d", "fsdp"])
 def test_each_strategy_trains_on_eight_devices_without_warnings(strategy):
     result = run_example("--strategy", strategy, "--steps", "8")
@@ -69,14 +62,14 @@ def test_each_strategy_trains_on_eight_devices_without_warnings(strategy):
     assert len(losses) >= 2 and losses[-1] < losses[0]
 
 
-@runs_once
+@pytest.mark.once
 def test_the_mesh_flag_reshapes_the_mesh():
     result = run_example("--strategy", "2d", "--mesh", "2x4", "--steps", "2")
     assert result.returncode == 0, result.stderr
     assert "on mesh (data=2, model=4)" in result.stdout
 
 
-@runs_once
+@pytest.mark.once
 @pytest.mark.parametrize(
     ("args", "message"),
     [

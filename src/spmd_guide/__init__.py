@@ -1,6 +1,7 @@
 """spmd-guide: the small library behind the guide's executed pages."""
 
-from spmd_guide.devices import DEFAULT_DEVICE_COUNT, requested_device_count, use_cpu_devices
+from spmd_guide.devices import requested_device_count, use_cpu_devices
+from spmd_guide.environment import DEFAULT_DEVICE_COUNT
 from spmd_guide.meshes import make_mesh, mesh_shapes
 
 __all__ = [

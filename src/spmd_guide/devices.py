@@ -12,10 +12,7 @@ import os
 
 import jax
 
-DEFAULT_DEVICE_COUNT = 8
-"""The device count every page of the guide is written for."""
-
-_COUNT_VARIABLE = "JAX_NUM_CPU_DEVICES"
+from spmd_guide.environment import DEFAULT_DEVICE_COUNT, DEVICE_COUNT_VARIABLE
 
 
 def requested_device_count(default: int = DEFAULT_DEVICE_COUNT) -> int:
@@ -24,25 +21,17 @@ def requested_device_count(default: int = DEFAULT_DEVICE_COUNT) -> int:
     Raises:
         ValueError: if the variable is set to something other than a positive integer.
     """
-    raw = os.environ.get(_COUNT_VARIABLE)
+    raw = os.environ.get(DEVICE_COUNT_VARIABLE)
     if raw is None or raw.strip() == "":
         return _check_count(default)
     try:
         count = int(raw)
     except ValueError:
         raise ValueError(
-            f"{_COUNT_VARIABLE}={raw!r} is not a whole number; set it to a device count such as 8"
+            f"{DEVICE_COUNT_VARIABLE}={raw!r} is not a whole number; set it to a device count "
+            "such as 8"
         ) from None
-    return _check_count(count, source=f"{_COUNT_VARIABLE}={raw!r}")
-
-
-def environment_without_jax_settings() -> dict[str, str]:
-    """This process's environment, less every ``JAX_*`` and ``XLA_*`` variable.
-
-    For starting a new Python process whose JAX should be configured afresh (by its own code or
-    by settings added to this dict), not inherit this process's device count or platform.
-    """
-    return {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+    return _check_count(count, source=f"{DEVICE_COUNT_VARIABLE}={raw!r}")
 
 
 def use_cpu_devices(count: int | None = None) -> list[jax.Device]:
@@ -72,7 +61,7 @@ def use_cpu_devices(count: int | None = None) -> list[jax.Device]:
             f"JAX is already running on {len(devices)} {platform} device(s), so it cannot "
             f"switch to {count} CPU devices. Restart the Python process (or notebook kernel) "
             f"and call use_cpu_devices({count}) right after `import jax`, or start it with "
-            f"JAX_PLATFORMS=cpu {_COUNT_VARIABLE}={count}."
+            f"JAX_PLATFORMS=cpu {DEVICE_COUNT_VARIABLE}={count}."
         )
     return devices
 

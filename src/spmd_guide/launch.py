@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from spmd_guide.devices import environment_without_jax_settings
+from spmd_guide.environment import cpu_devices_env, environment_without_jax_settings
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -41,7 +41,8 @@ def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing is listening on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def process_env(process_id: int, num_processes: int, devices: int, port: int) -> dict[str, str]:
@@ -52,8 +53,7 @@ def process_env(process_id: int, num_processes: int, devices: int, port: int) ->
             "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}",
             "JAX_NUM_PROCESSES": str(num_processes),
             "JAX_PROCESS_ID": str(process_id),
-            "JAX_PLATFORMS": "cpu",
-            "JAX_NUM_CPU_DEVICES": str(devices),
+            **cpu_devices_env(devices),
             "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
             "PYTHONUNBUFFERED": "1",
         }
@@ -74,6 +74,22 @@ def launch(
     Raises:
         ValueError: if a count is not positive or the timeout is not positive.
     """
+    _check_arguments(num_processes, devices_per_process, timeout)
+    result = LaunchResult(returncode=0, outputs={i: [] for i in range(num_processes)})
+    group = _ProcessGroup(result, out or sys.stdout)
+    try:
+        group.start(command, num_processes, devices_per_process)
+        result.returncode, result.reason = group.wait(timeout)
+    except KeyboardInterrupt:
+        result.returncode, result.reason = 130, "interrupted"
+    finally:
+        group.stop()
+    if result.reason:
+        print(f"launch: {result.reason}; stopped all {num_processes} processes", file=sys.stderr)
+    return result
+
+
+def _check_arguments(num_processes: int, devices_per_process: int, timeout: float) -> None:
     if num_processes < 1 or devices_per_process < 1:
         raise ValueError(
             f"need at least one process and one device each, got -n {num_processes} and "
@@ -81,70 +97,75 @@ def launch(
         )
     if timeout <= 0:
         raise ValueError(f"--timeout must be positive, got {timeout}")
-    out = out or sys.stdout
-    port = free_port()
-    lock = threading.Lock()
-    result = LaunchResult(returncode=0, outputs={i: [] for i in range(num_processes)})
-    processes: list[subprocess.Popen[str]] = []
-    readers: list[threading.Thread] = []
 
-    def forward(process_id: int, stream: TextIO) -> None:
-        for line in stream:
-            line = line.rstrip("\n")
-            with lock:
-                result.outputs[process_id].append(line)
-                print(f"[{process_id}] {line}", file=out, flush=True)
 
-    try:
+class _ProcessGroup:
+    """The processes of one launch, with a thread per process forwarding its output."""
+
+    def __init__(self, result: LaunchResult, out: TextIO) -> None:
+        self.result = result
+        self.out = out
+        self.lock = threading.Lock()
+        self.processes: list[subprocess.Popen[str]] = []
+        self.readers: list[threading.Thread] = []
+
+    def start(self, command: Sequence[str], num_processes: int, devices: int) -> None:
+        port = free_port()
         for process_id in range(num_processes):
             process = subprocess.Popen(
                 list(command),
-                env=process_env(process_id, num_processes, devices_per_process, port),
+                env=process_env(process_id, num_processes, devices, port),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
             )
-            processes.append(process)
+            self.processes.append(process)
+            assert process.stdout is not None
             reader = threading.Thread(
-                target=forward, args=(process_id, process.stdout), daemon=True
+                target=self._forward, args=(process_id, process.stdout), daemon=True
             )
             reader.start()
-            readers.append(reader)
+            self.readers.append(reader)
+
+    def _forward(self, process_id: int, stream: TextIO) -> None:
+        for line in stream:
+            line = line.rstrip("\n")
+            with self.lock:
+                self.result.outputs[process_id].append(line)
+                print(f"[{process_id}] {line}", file=self.out, flush=True)
+
+    def wait(self, timeout: float) -> tuple[int, str]:
+        """Poll until every process succeeds, one fails, or ``timeout`` passes: (code, reason)."""
         deadline = time.monotonic() + timeout
         while True:
-            codes = [p.poll() for p in processes]
+            codes = [p.poll() for p in self.processes]
             failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
             if failed:
                 i, code = failed[0]
-                result.returncode, result.reason = 1, f"process {i} exited with code {code}"
-                break
+                return 1, f"process {i} exited with code {code}"
             if all(c == 0 for c in codes):
-                break
+                return 0, ""
             if time.monotonic() > deadline:
                 running = [str(i) for i, c in enumerate(codes) if c is None]
-                result.returncode = 1
-                result.reason = (
+                return 1, (
                     f"timed out after {timeout:g} s; still running: process "
                     f"{', '.join(running)}. A process that waits for peers which never come "
                     "(a wrong process count, or a coordinator that is not up) looks like this"
                 )
-                break
             time.sleep(0.05)
-    except KeyboardInterrupt:
-        result.returncode, result.reason = 130, "interrupted"
-    finally:
-        for process in processes:
+
+    def stop(self) -> None:
+        """Kill what still runs, then collect every process and the rest of its output."""
+        for process in self.processes:
             if process.poll() is None:
                 process.kill()
-        for process in processes:
+        for process in self.processes:
             process.wait()
-        for reader in readers:
+        for reader in self.readers:
             reader.join(timeout=5)
-        for process in processes:
-            process.stdout.close()
-    if result.reason:
-        print(f"launch: {result.reason}; stopped all {num_processes} processes", file=sys.stderr)
-    return result
+        for process in self.processes:
+            if process.stdout is not None:
+                process.stdout.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,15 +199,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     if result.returncode or not args.check_agree:
         return result.returncode
-    found = {
-        i: [line for line in lines if line.startswith(args.check_agree)]
-        for i, lines in result.outputs.items()
-    }
+    return check_agreement(result.outputs, args.check_agree)
+
+
+def check_agreement(outputs: dict[int, list[str]], prefix: str) -> int:
+    """0 if every process printed the same lines starting with ``prefix``, else 1 (and say so)."""
+    found = {i: [line for line in lines if line.startswith(prefix)] for i, lines in outputs.items()}
     distinct = {tuple(lines) for lines in found.values()}
     if any(not lines for lines in found.values()) or len(distinct) != 1:
-        print(
-            f"launch: the processes do not agree on {args.check_agree!r}: {found}", file=sys.stderr
-        )
+        print(f"launch: the processes do not agree on {prefix!r}: {found}", file=sys.stderr)
         return 1
     print(f"launch: all {len(found)} processes agree: {found[0][0]}")
     return 0

@@ -27,12 +27,16 @@ from typing import IO, Any
 
 import numpy as np
 
-from spmd_guide.devices import environment_without_jax_settings
+from spmd_guide.environment import (
+    CHECKED_DEVICE_COUNTS,
+    cpu_devices_env,
+    environment_without_jax_settings,
+)
 from spmd_guide.practice.catalog import get_problem
 from spmd_guide.practice.problem import Outcome, Problem
 from spmd_guide.practice.protocol import decode, is_mesh
 
-DEVICE_COUNTS = (1, 2, 4, 8)
+DEVICE_COUNTS = CHECKED_DEVICE_COUNTS
 """The device counts a solution is checked on; the problems' cases are written for these."""
 
 CASE_TIMEOUT = 60.0
@@ -166,8 +170,9 @@ def check_many(
         by_count = list(pool.map(lambda count: _run_worker(runnable, count, case_timeout), counts))
     reports = []
     for problem, path in problems:
-        if unusable[path] is not None:
-            runs = [DeviceRun(count, failure=unusable[path]) for count in counts]
+        failure = unusable[path]
+        if failure is not None:
+            runs = [DeviceRun(count, failure=failure) for count in counts]
         else:
             index = runnable.index((problem, path))
             runs = [runs_for_count[index] for runs_for_count in by_count]
@@ -244,7 +249,7 @@ def _run_worker(
     if not jobs:
         return runs
     env = environment_without_jax_settings()
-    env.update({"JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": str(devices)})
+    env.update(cpu_devices_env(devices))
     read_end, write_end = os.pipe()
     with tempfile.TemporaryFile() as output:
         process = subprocess.Popen(
@@ -280,7 +285,13 @@ def _run_worker(
 class _Session:
     """The parent's side of one worker: what it has been told, and what it makes of it."""
 
-    def __init__(self, jobs, runs: list[DeviceRun], case_timeout: float, output: IO[bytes]):
+    def __init__(
+        self,
+        jobs: list[tuple[Problem, Path]],
+        runs: list[DeviceRun],
+        case_timeout: float,
+        output: IO[bytes],
+    ) -> None:
         self.jobs = jobs
         self.runs = runs
         self.case_timeout = case_timeout
@@ -293,7 +304,7 @@ class _Session:
         self.reported: set[tuple[int, int]] = set()
         self.output_marks: dict[int, int] = {}
 
-    def follow(self, fd: int, process: subprocess.Popen) -> None:
+    def follow(self, fd: int, process: subprocess.Popen[bytes]) -> None:
         selector = selectors.DefaultSelector()
         selector.register(fd, selectors.EVENT_READ)
         buffer = b""
@@ -395,8 +406,8 @@ class _Session:
             raise KeyError("unknown message")
         return True
 
-    def _job_number(self, number: Any) -> int:
-        number = int(number)
+    def _job_number(self, raw: Any) -> int:
+        number = int(raw)
         if not 0 <= number < len(self.jobs):
             raise IndexError(number)
         return number
@@ -505,7 +516,7 @@ class _Session:
 
     def _output_lines(self, start: int, end: int | None = None) -> list[str]:
         self.output.seek(start)
-        data = self.output.read(None if end is None else end - start)
+        data = self.output.read() if end is None else self.output.read(end - start)
         text = data[-64 * 1024 :].decode("utf-8", errors="replace")
         return [line[:160] for line in text.splitlines() if line.strip()]
 

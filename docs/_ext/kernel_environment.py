@@ -1,0 +1,40 @@
+"""What every page's kernel starts with: CPU devices, and warnings that fail the build.
+
+Before any page runs, this extension
+
+- sets ``JAX_PLATFORMS=cpu`` and ``JAX_NUM_CPU_DEVICES`` (8) unless the caller set them, so a
+  plain ``sphinx-build`` gets the machine ``nox -s docs`` does; kernels inherit them;
+- points ``IPYTHONDIR`` at a profile under the build folder whose start-up folder holds
+  ``kernel_startup.py`` (warnings become errors, tracebacks are short, cells are named
+  ``<cell>``), so a reader's own IPython profile is never read or written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from sphinx.application import Sphinx
+from sphinx.config import Config
+
+from spmd_guide.environment import DEFAULT_DEVICE_COUNT, cpu_devices_env
+
+HERE = Path(__file__).resolve().parent
+STARTUP = HERE / "kernel_startup.py"
+
+
+def _prepare_kernels(app: Sphinx, config: Config) -> None:
+    for name, value in cpu_devices_env(DEFAULT_DEVICE_COUNT).items():
+        os.environ.setdefault(name, value)
+    ipython_dir = Path(app.doctreedir).parent / "ipython"
+    startup = ipython_dir / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(STARTUP, startup / "00-warnings-are-errors.py")
+    os.environ["IPYTHONDIR"] = str(ipython_dir)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("config-inited", _prepare_kernels, priority=400)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

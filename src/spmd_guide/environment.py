@@ -1,0 +1,93 @@
+"""The process environment that gives JAX a known machine, and fresh Python processes run in it.
+
+Standard library only: the noxfile, the benchmarks and the docs build load this file before, or
+without, installing JAX, so each setting here is stated once for all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+DEFAULT_DEVICE_COUNT = 8
+"""The device count every page of the guide is written for."""
+
+CHECKED_DEVICE_COUNTS = (1, 2, 4, 8)
+"""The device counts the tests and the practice checker run on."""
+
+DEVICE_COUNT_VARIABLE = "JAX_NUM_CPU_DEVICES"
+
+
+def cpu_devices_env(count: int) -> dict[str, str]:
+    """The environment variables that give a new JAX process ``count`` CPU devices."""
+    return {"JAX_PLATFORMS": "cpu", DEVICE_COUNT_VARIABLE: str(count)}
+
+
+def environment_without_jax_settings() -> dict[str, str]:
+    """This process's environment, less every ``JAX_*`` and ``XLA_*`` variable.
+
+    For starting a new Python process whose JAX should be configured afresh (by its own code or
+    by settings added to this dict), not inherit this process's device count or platform.
+    """
+    return {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+
+
+def repository_root(start: Path | None = None) -> Path:
+    """The nearest folder at or above ``start`` (the working directory) holding ``examples/``.
+
+    Raises:
+        FileNotFoundError: if there is none, as when the package is installed without the
+            repository around it.
+    """
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "examples").is_dir() and (folder / "pyproject.toml").is_file():
+            return folder
+    raise FileNotFoundError(
+        f"no spmd-guide repository (a folder with examples/ and pyproject.toml) at or above "
+        f"{here}; run from inside a clone of the repository"
+    )
+
+
+def run_python(
+    *args: str,
+    devices: int | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 300.0,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python *args`` in a new interpreter (this one's) and capture its output as text.
+
+    The process gets this environment less its JAX settings
+    (:func:`environment_without_jax_settings`), then :func:`cpu_devices_env` of ``devices``
+    when given, then ``env``. It runs in ``cwd``, by default :func:`repository_root`, so
+    paths such as ``examples/...`` work.
+
+    Raises:
+        RuntimeError: if ``check`` is true and the process exits non-zero; the message holds
+            the end of its output. With ``check=False`` the result is returned whatever the exit.
+        subprocess.TimeoutExpired: if the process runs longer than ``timeout`` seconds.
+    """
+    process_env = environment_without_jax_settings()
+    if devices is not None:
+        process_env.update(cpu_devices_env(devices))
+    process_env.update(env or {})
+    finished = subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd or repository_root(),
+        env=process_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if check and finished.returncode != 0:
+        raise RuntimeError(
+            f"`python {' '.join(args)}` exited with status {finished.returncode}; the end of "
+            f"its output:\n{finished.stdout[-2000:]}\n{finished.stderr[-2000:]}"
+        )
+    return finished

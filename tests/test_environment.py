@@ -1,0 +1,42 @@
+"""Fresh Python processes get the machine they ask for, and say clearly when they fail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spmd_guide.environment import cpu_devices_env, repository_root, run_python
+
+# Every test here starts a process of its own.
+pytestmark = pytest.mark.once
+
+
+def test_a_process_gets_the_devices_asked_for_and_none_of_this_ones_settings(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=3")
+    finished = run_python(
+        "-c", "import jax, os; print(jax.device_count(), os.environ.get('XLA_FLAGS'))", devices=2
+    )
+    assert finished.stdout.split() == ["2", "None"]
+
+
+def test_the_environment_names_the_platform_and_count():
+    assert cpu_devices_env(4) == {"JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": "4"}
+
+
+def test_a_failing_process_raises_with_its_output_unless_asked_not_to():
+    with pytest.raises(RuntimeError, match=r"(?s)exited with status 3.*went wrong"):
+        run_python("-c", "import sys; print('went wrong'); sys.exit(3)")
+    finished = run_python("-c", "import sys; sys.exit(3)", check=False)
+    assert finished.returncode == 3
+
+
+def test_the_repository_is_found_from_a_folder_inside_it():
+    here = Path(__file__).parent
+    assert repository_root(here) == here.parent
+    assert (repository_root(here) / "examples").is_dir()
+
+
+def test_outside_a_repository_the_error_says_where_to_run(tmp_path):
+    with pytest.raises(FileNotFoundError, match="run from inside a clone"):
+        repository_root(tmp_path)
