@@ -48,7 +48,7 @@ class StrategyMeasurement:
 def measure_strategy(
     strategy: str,
     mesh: Mesh,
-    create: Callable[[], tuple[nnx.Module, nnx.Optimizer]],
+    create: Callable[[], tuple[nnx.Module, nnx.Optimizer[Any]]],
     train_step: Any,
     x: np.ndarray,
     y: np.ndarray,

@@ -29,7 +29,7 @@ def mesh_shapes(device_count: int, ndim: int) -> list[tuple[int, ...]]:
         raise ValueError(f"ndim must be a positive integer, got {ndim!r}")
     if ndim == 1:
         return [(device_count,)]
-    shapes = []
+    shapes: list[tuple[int, ...]] = []
     for first in range(1, device_count + 1):
         if device_count % first == 0:
             shapes.extend((first, *rest) for rest in mesh_shapes(device_count // first, ndim - 1))

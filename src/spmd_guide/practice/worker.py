@@ -19,10 +19,14 @@ import sys
 import threading
 import traceback
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spmd_guide.practice.protocol import encode
+
+if TYPE_CHECKING:
+    from spmd_guide.practice.problem import Case, Problem
 
 MESSAGE_LIMIT = 400
 """Characters of an exception's message sent to the parent."""
@@ -56,12 +60,18 @@ def main(argv: list[str]) -> None:
     from spmd_guide.practice.catalog import get_problem
 
     channel.send(started=jax.device_count())
+    # The expected answers, once per problem however many solutions to it are checked: the
+    # cases are the same for the same device count, and each call gets fresh copies of them.
+    answers: dict[str, tuple[Problem, list[Case], list[dict[str, Any]]]] = {}
     prepared = []
-    for number, (name, path) in enumerate(jobs):
-        problem = get_problem(name)
-        cases = problem.make_cases(jax.device_count())
-        channel.send(expected=number, cases=[_expected(problem, case) for case in cases])
-        prepared.append((problem, Path(path), cases))
+    for number, (name, file) in enumerate(jobs):
+        if name not in answers:
+            problem = get_problem(name)
+            cases = problem.make_cases(jax.device_count())
+            answers[name] = (problem, cases, [_expected(problem, case) for case in cases])
+        problem, cases, expected = answers[name]
+        channel.send(expected=number, cases=expected)
+        prepared.append((problem, Path(file), cases))
     channel.send(trusted_end=True)
 
     # From here on, learners' code runs in this process.
@@ -88,7 +98,7 @@ def main(argv: list[str]) -> None:
     os._exit(0)
 
 
-def _expected(problem, case) -> dict[str, Any]:
+def _expected(problem: Problem, case: Case) -> dict[str, Any]:
     import jax
 
     record: dict[str, Any] = {
@@ -107,8 +117,9 @@ def _expected(problem, case) -> dict[str, Any]:
     return record
 
 
-def _load(channel: _Channel, number: int, path: Path, name: str):
+def _load(channel: _Channel, number: int, path: Path, name: str) -> Callable[..., Any] | None:
     spec = importlib.util.spec_from_file_location(f"solution_{number}", path)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
@@ -130,7 +141,7 @@ def _load(channel: _Channel, number: int, path: Path, name: str):
             message=_message(error) + _line_in(path, error),
         )
         return None
-    function = getattr(module, name, None)
+    function: Callable[..., Any] | None = getattr(module, name, None)
     if not callable(function):
         defined = sorted(
             n
@@ -144,7 +155,7 @@ def _load(channel: _Channel, number: int, path: Path, name: str):
     return function
 
 
-def _run(function, case, path: Path, problem) -> dict[str, Any]:
+def _run(function: Callable[..., Any], case: Case, path: Path, problem: Problem) -> dict[str, Any]:
     import jax
 
     outcome: dict[str, Any] = {}
@@ -174,7 +185,7 @@ def _run(function, case, path: Path, problem) -> dict[str, Any]:
     return outcome
 
 
-def _traced(problem, case) -> bool:
+def _traced(problem: Problem, case: Case) -> bool:
     """Whether the checker reads how ``case`` is computed: problems on meshes must trace,
     unless the problem lets the function enter ``jax.set_mesh``, which tracing forbids."""
     if not problem.traced:
@@ -182,14 +193,14 @@ def _traced(problem, case) -> bool:
     return bool(problem.uses or problem.forbids) or _mesh_of(case) is not None
 
 
-def _caller(function, case, problem):
+def _caller(function: Callable[..., Any], case: Case, problem: Problem) -> Callable[..., Any]:
     """``function`` with the case's keyword arguments bound; under ``jax.jit`` for problems that
     must trace anyway, since an eager ``shard_map`` runs its body one operation at a time."""
     import jax
 
     kwargs = _fresh(case.kwargs)
 
-    def call(*args):
+    def call(*args: Any) -> Any:
         answer = function(*args, **kwargs)
         if answer is None or isinstance(answer, str | bytes):
             raise _NotAnArray(repr(answer)[:80])
@@ -198,7 +209,7 @@ def _caller(function, case, problem):
     return jax.jit(call) if _traced(problem, case) else call
 
 
-def _how_computed(function, case) -> dict[str, Any]:
+def _how_computed(function: Callable[..., Any], case: Case) -> dict[str, Any]:
     """The primitives in ``function``'s jaxpr, and the meshes its shard_maps ran on."""
     import jax
 
@@ -212,7 +223,7 @@ def _how_computed(function, case) -> dict[str, Any]:
     return {"primitives": sorted(primitives), "meshes": meshes}
 
 
-def _walk(jaxpr, primitives: set[str], meshes: list[dict[str, Any]]) -> None:
+def _walk(jaxpr: Any, primitives: set[str], meshes: list[dict[str, Any]]) -> None:
     for equation in jaxpr.eqns:
         name = equation.primitive.name
         primitives.add(name)
@@ -260,7 +271,7 @@ def _fresh(value: Any) -> Any:
     return value.copy() if isinstance(value, np.ndarray) else value
 
 
-def _mesh_of(case):
+def _mesh_of(case: Case) -> Any:
     from jax.sharding import Mesh
 
     for value in (*case.args, *case.kwargs.values()):
@@ -269,7 +280,7 @@ def _mesh_of(case):
     return None
 
 
-def _describe_call(args, kwargs) -> str:
+def _describe_call(args: Any, kwargs: Any) -> str:
     parts = [_describe(a) for a in args] + [f"{k}={_describe(v)}" for k, v in kwargs.items()]
     return ", ".join(parts)
 
@@ -299,7 +310,7 @@ def _inside_libraries(filename: str) -> bool:
     import jaxlib
     import numpy
 
-    roots = [Path(m.__file__).parent for m in (jax, jaxlib, numpy, flax)]
+    roots = [Path(m.__file__ or "").parent for m in (jax, jaxlib, numpy, flax)]
     return any(Path(filename).is_relative_to(root) for root in roots)
 
 

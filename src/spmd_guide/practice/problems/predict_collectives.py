@@ -37,7 +37,7 @@ def compiled_collectives(data: int, model: int) -> dict[str, int]:
         jax.ShapeDtypeStruct(shapes[k], jnp.float32, sharding=NamedSharding(mesh, LAYOUT[k]))
         for k in ("x", "w1", "w2")
     ]
-    text = jax.jit(mlp_loss).lower(*args).compile().as_text()
+    text = jax.jit(mlp_loss).lower(*args).compile().as_text() or ""
     # Asynchronous collectives appear as a -start and -done pair: count the start.
     found = re.findall(r"\b(" + "|".join(KINDS) + r")(?:-start)?\(", text)
     return {kind: found.count(kind) for kind in KINDS}

@@ -34,7 +34,7 @@ def shard_map_psum(x, *, mesh=None):
     if x.shape[0] % size:
         raise ValueError(
             f"x has length {x.shape[0]}, which does not divide over {size} devices; pad it "
-            f"with zeros to {-(-x.shape[0] // size) * size}"
+            f"with zeros to a multiple of {size}"
         )
 
     def block_total(block):

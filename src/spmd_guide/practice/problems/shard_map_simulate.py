@@ -33,8 +33,8 @@ def shard_map_simulate(seed, x, num_shards, features):
     x = jnp.asarray(x)
     if x.shape[0] % num_shards:
         raise ValueError(
-            f"N = {x.shape[0]} rows do not split into {num_shards} equal chunks; pad x to "
-            f"{-(-x.shape[0] // num_shards) * num_shards} rows or pick a num_shards dividing N"
+            f"N = {x.shape[0]} rows do not split into {num_shards} equal chunks; pad x to a "
+            f"multiple of {num_shards} rows or pick a num_shards dividing N"
         )
     chunks = jnp.split(x, num_shards)
     layer = nn.Dense(features)

@@ -34,8 +34,8 @@ def shard_map_vs_vmap(x, *, mesh=None):
     size = mesh.shape["data"]
     if x.shape[0] % size:
         raise ValueError(
-            f"B = {x.shape[0]} rows do not divide over {size} devices; pad x to "
-            f"{-(-x.shape[0] // size) * size} rows"
+            f"B = {x.shape[0]} rows do not divide over {size} devices; pad x to a "
+            f"multiple of {size} rows"
         )
 
     def row_sum_of_squares(row):
