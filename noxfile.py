@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
 import platform
 import shutil
 import sys
 import urllib.request
 from pathlib import Path
+from types import ModuleType
 
 import nox
 from packaging.specifiers import SpecifierSet
@@ -28,37 +31,74 @@ if platform.python_version() not in REQUIRES_PYTHON:
     )
 LOCK = ROOT / "requirements" / "lock.txt"
 DOCS_BUILD = ROOT / "docs" / "_build"
-INVENTORIES = ROOT / "docs" / "_inventories"
-TEST_DEVICE_COUNTS = (1, 2, 4, 8)
-DOCS_DEVICE_COUNT = 8
+
+
+def load_module(path: str) -> ModuleType:
+    """Load one standard-library-only module of the project, without installing anything."""
+    spec = importlib.util.spec_from_file_location(Path(path).stem, ROOT / path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# The device settings and the linked projects are stated once, in these modules.
+ENVIRONMENT = load_module("src/spmd_guide/environment.py")
+OFFLINE_INVENTORIES = load_module("docs/_ext/offline_inventories.py")
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["lint", "tests", "multihost", "docs", "browser"]
+# Keep each session's environment between runs; `install` skips what is already there.
+nox.options.reuse_venv = "yes"
 # uv must use the Python that runs nox, never fetch one.
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
+# Compile bytecode at install time, as pip does: every JAX process the tests, the checker and
+# the docs start then imports compiled modules, even where PYTHONDONTWRITEBYTECODE is set.
+os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
 
 
-def cpu_devices_env(count: int) -> dict[str, str]:
-    """The environment that gives JAX `count` CPU devices."""
-    return {"JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": str(count)}
+def install(session: nox.Session, *groups: str, locked: bool = True, project: bool = True) -> None:
+    """Install the project (unless `project` is false) and the named dependency groups, at the
+    locked versions unless `locked` is false (then at the newest releases the index serves).
 
-
-def install(session: nox.Session, *groups: str, locked: bool = True) -> None:
-    """Install the project and the named dependency groups, at the locked versions unless
-    `locked` is false (then at the newest releases the index serves)."""
+    A locked install is skipped when the environment already holds it: same lock, pyproject,
+    interpreter and groups as when it was made. The project is installed editable, so its
+    sources need no reinstall.
+    """
     requirements = [
         req for group in groups for req in nox.project.dependency_groups(PYPROJECT, group)
     ]
     constraints = ["-c", str(LOCK)] if locked else []
-    session.install(*constraints, "-e", ".", *requirements)
+    project_args = ["-e", "."] if project else []
+    stamp = Path(session.virtualenv.location) / ".spmd-guide-installed"
+    wanted = hashlib.sha256(
+        b"\0".join(
+            [LOCK.read_bytes(), (ROOT / "pyproject.toml").read_bytes(), sys.version.encode()]
+            + [arg.encode() for arg in project_args + requirements]
+        )
+    ).hexdigest()
+    if locked and stamp.is_file() and stamp.read_text() == wanted:
+        session.log("the environment matches the lock and pyproject.toml; nothing to install")
+        return
+    stamp.unlink(missing_ok=True)
+    session.install(*constraints, *project_args, *requirements)
+    if locked:
+        stamp.write_text(wanted)
 
 
 def run_tests(session: nox.Session) -> None:
-    """pytest at each of TEST_DEVICE_COUNTS, each count in its own process."""
-    for count in TEST_DEVICE_COUNTS:
+    """pytest at each of the checked device counts, each count in its own process.
+
+    Tests marked `once` run only in the pass on the guide's own count, which holds most of the
+    suite and spreads its test files over every core (pytest-xdist).
+    """
+    for count in ENVIRONMENT.CHECKED_DEVICE_COUNTS:
         session.log(f"pytest on {count} CPU device(s)")
-        session.run("pytest", *session.posargs, env=cpu_devices_env(count))
+        spread = ["-n", "auto", "--dist", "loadfile"]
+        if count != ENVIRONMENT.DEFAULT_DEVICE_COUNT:
+            spread = []
+        session.run("pytest", *spread, *session.posargs, env=ENVIRONMENT.cpu_devices_env(count))
 
 
 def build_docs(
@@ -80,16 +120,18 @@ def build_docs(
         "docs",
         str(out / "html"),
         *args,
-        env={**cpu_devices_env(DOCS_DEVICE_COUNT), **(env or {})},
+        env={**ENVIRONMENT.cpu_devices_env(ENVIRONMENT.DEFAULT_DEVICE_COUNT), **(env or {})},
     )
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Check style and formatting with ruff."""
-    session.install("-c", str(LOCK), *nox.project.dependency_groups(PYPROJECT, "lint"))
+    """Check style and formatting with ruff, and type-check src/ with mypy (strict)."""
+    # mypy reads JAX's, Flax's and Optax's own annotations, so the project goes in too.
+    install(session, "lint")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("mypy")
 
 
 @nox.session
@@ -172,7 +214,7 @@ def docs_live(session: nox.Session) -> None:
         "docs",
         str(DOCS_BUILD / "html"),
         *session.posargs,
-        env=cpu_devices_env(DOCS_DEVICE_COUNT),
+        env=ENVIRONMENT.cpu_devices_env(ENVIRONMENT.DEFAULT_DEVICE_COUNT),
     )
 
 
@@ -183,16 +225,17 @@ def browser(session: nox.Session) -> None:
         session.error("needs Debian's Chromium at /usr/bin/chromium: apt-get install chromium")
     if not (DOCS_BUILD / "html" / "index.html").exists():
         session.error("no built site: run `nox -s docs` first")
-    session.install("-c", str(LOCK), *nox.project.dependency_groups(PYPROJECT, "browser"))
+    install(session, "browser", project=False)
     session.run("pytest", "browser_tests", "-p", "no:cacheprovider", *session.posargs)
 
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Time docs builds and the practice checker against their targets; print tables."""
-    install(session, "docs")
+    """Time the practice checker, docs builds, `nox -s tests` and a no-change `nox -s docs`."""
+    install(session, "docs", "test")
     session.run("python", "benchmarks/practice_check.py")
     session.run("python", "benchmarks/docs_build.py", *session.posargs)
+    session.run("python", "benchmarks/developer_loop.py")
 
 
 @nox.session(venv_backend="none")
@@ -222,21 +265,14 @@ def lock(session: nox.Session) -> None:
     )
 
 
-INVENTORY_SOURCES = {
-    "python": "https://docs.python.org/3/objects.inv",
-    "numpy": "https://numpy.org/doc/stable/objects.inv",
-    "jax": "https://docs.jax.dev/en/latest/objects.inv",
-    "flax": "https://flax.readthedocs.io/en/latest/objects.inv",
-}
-
-
 @nox.session(venv_backend="none")
 def inventories(session: nox.Session) -> None:
     """Download the intersphinx inventories into docs/_inventories (needs the network)."""
-    INVENTORIES.mkdir(exist_ok=True)
+    OFFLINE_INVENTORIES.INVENTORIES.mkdir(exist_ok=True)
     failed = []
-    for name, url in INVENTORY_SOURCES.items():
-        target = INVENTORIES / f"{name}.inv"
+    for name, root_url in OFFLINE_INVENTORIES.INVENTORY_URLS.items():
+        url = root_url + "objects.inv"
+        target = OFFLINE_INVENTORIES.inventory_file(name)
         try:
             with urllib.request.urlopen(url, timeout=30) as response:
                 data = response.read()

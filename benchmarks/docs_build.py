@@ -9,7 +9,9 @@ the sum of the pages' own execution times. It exits 1 if a target is missed:
 
 - a rebuild with nothing changed takes under 10% of the cold build;
 - a prose edit re-executes nothing;
-- the cold build takes at most 1.5 times the execution floor.
+- the cold build takes at most 1.5 times the execution floor;
+- an edit in spmd_guide re-executes every page (their outputs may depend on it);
+- the largest page is under 1 MB of HTML.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from spmd_guide.environment import DEFAULT_DEVICE_COUNT, cpu_devices_env
+
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = re.compile(r"(\S+\.md): Executed notebook in ([\d.]+) seconds")
 
@@ -37,7 +41,7 @@ class Case:
 
 
 def build(workdir: Path, jobs: str) -> Case:
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": "8"}
+    env = {**os.environ, **cpu_devices_env(DEFAULT_DEVICE_COUNT)}
     docs, out = workdir / "docs", workdir / "docs" / "_build"
     command = [
         sys.executable,
@@ -74,38 +78,48 @@ def main() -> int:
         work = Path(tmp)
         for part in ("docs", "src", "requirements", "examples"):
             shutil.copytree(ROOT / part, work / part, ignore=shutil.ignore_patterns("_build"))
-        cases = []
-        for name, edit in [
-            ("cold build", None),
-            ("rebuild, nothing changed", None),
-            (
-                "prose edit in one page",
-                lambda: _append(
-                    work / "docs" / "tutorial" / "sharded-computation.md",
-                    "\nOne more sentence of prose.\n",
-                ),
-            ),
-            (
-                "edit in spmd_guide",
-                lambda: _append(work / "src" / "spmd_guide" / "meshes.py", "\n# an edit\n"),
-            ),
-        ]:
-            if edit:
-                edit()
-            case = build(work, args.jobs)
-            case.name = name
-            cases.append(case)
-            print(
-                f"  {name}: {case.seconds:.1f} s, {len(case.executed)} page(s) executed", flush=True
-            )
-        html = work / "docs" / "_build" / "html"
-        pages = sorted(html.rglob("*.html"), key=lambda p: p.stat().st_size, reverse=True)
-        largest = pages[0]
-        largest_size = largest.stat().st_size
-        largest_name = str(largest.relative_to(html))
+        cases = run_cases(work, args.jobs)
+        largest, largest_size = largest_page(work / "docs" / "_build" / "html")
+    print_table(cases)
+    print(f"largest page: {largest}, {largest_size / 1e6:.2f} MB of HTML")
+    print()
+    checks = targets(cases, largest_size)
+    for text, ok in checks:
+        print(f"{'ok  ' if ok else 'MISS'} {text}")
+    return 0 if all(ok for _, ok in checks) else 1
 
-    cold, unchanged, prose, library = cases
-    floor = sum(cold.executed.values())
+
+def run_cases(work: Path, jobs: str) -> list[Case]:
+    """Build the copy in `work` four times: cold, unchanged, after a prose and a library edit."""
+    edits = {
+        "cold build": None,
+        "rebuild, nothing changed": None,
+        "prose edit in one page": lambda: _append(
+            work / "docs" / "tutorial" / "sharded-computation.md", "\nOne more sentence of prose.\n"
+        ),
+        "edit in spmd_guide": lambda: _append(
+            work / "src" / "spmd_guide" / "meshes.py", "\n# an edit\n"
+        ),
+    }
+    cases = []
+    for name, edit in edits.items():
+        if edit:
+            edit()
+        case = build(work, jobs)
+        case.name = name
+        cases.append(case)
+        print(f"  {name}: {case.seconds:.1f} s, {len(case.executed)} page(s) executed", flush=True)
+    return cases
+
+
+def largest_page(html: Path) -> tuple[str, int]:
+    """The biggest HTML page of the built site, relative to it, and its size in bytes."""
+    page = max(html.rglob("*.html"), key=lambda p: p.stat().st_size)
+    return str(page.relative_to(html)), page.stat().st_size
+
+
+def print_table(cases: list[Case]) -> None:
+    floor = sum(cases[0].executed.values())
     print()
     print("| case | seconds | pages executed |")
     print("| --- | ---: | ---: |")
@@ -113,8 +127,13 @@ def main() -> int:
         print(f"| {case.name} | {case.seconds:.1f} | {len(case.executed)} |")
     print(f"| execution floor (sum of the cold build's page times) | {floor:.1f} | |")
     print()
-    print(f"largest page: {largest_name}, {largest_size / 1e6:.2f} MB of HTML")
-    checks = [
+
+
+def targets(cases: list[Case], largest_size: int) -> list[tuple[str, bool]]:
+    """Each target of the module docstring: what was measured, and whether it was met."""
+    cold, unchanged, prose, library = cases
+    floor = sum(cold.executed.values())
+    return [
         (
             f"no-change rebuild: {unchanged.seconds / cold.seconds:.1%} of the cold build (< 10%)",
             unchanged.seconds < 0.10 * cold.seconds,
@@ -130,10 +149,6 @@ def main() -> int:
         ),
         (f"the largest page is {largest_size / 1e6:.2f} MB (< 1 MB)", largest_size < 1_000_000),
     ]
-    print()
-    for text, ok in checks:
-        print(f"{'ok  ' if ok else 'MISS'} {text}")
-    return 0 if all(ok for _, ok in checks) else 1
 
 
 def _append(path: Path, text: str) -> None:

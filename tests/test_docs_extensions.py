@@ -9,7 +9,6 @@ import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
-import jax
 import nbformat
 import pytest
 from sphinx.errors import ConfigError, ExtensionError
@@ -21,6 +20,9 @@ import api_signatures  # noqa: E402
 import hosting  # noqa: E402
 import sharding_pictures  # noqa: E402
 import source_downloads  # noqa: E402
+
+# The extensions run no JAX.
+pytestmark = pytest.mark.once
 
 BASE = "https://example.org/guide/"
 
@@ -48,7 +50,6 @@ def _build(source: Path, out: Path) -> list[str]:
     return [loc.text for loc in tree.iter("{http://www.sitemaps.org/schemas/sitemap/0.9}loc")]
 
 
-@pytest.mark.skipif(jax.device_count() != 8, reason="no JAX inside; run once, in the 8-device pass")
 def test_sitemap_lists_every_page_after_parallel_and_incremental_builds(tmp_path):
     pages = ["index", "alpha", "beta", "gamma", "delta", "epsilon"]
     source = _site(tmp_path / "src", pages)

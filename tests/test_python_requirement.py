@@ -11,13 +11,17 @@ from pathlib import Path
 
 import pytest
 
+# These run nox and shell scripts, not JAX.
+pytestmark = pytest.mark.once
+
 ROOT = Path(__file__).parents[1]
 RUNNING = f"{sys.version_info.major}.{sys.version_info.minor}"
 TOO_NEW = f"{sys.version_info.major}.{sys.version_info.minor + 1}"
 
 
 def project_requiring(tmp_path: Path, minimum: str) -> Path:
-    """A copy of the noxfile and CI scripts whose pyproject.toml requires Python `minimum`."""
+    """A copy of the noxfile, its settings and the CI scripts, with a pyproject.toml that
+    requires Python `minimum`."""
     tmp_path.mkdir(exist_ok=True)
     pyproject = (ROOT / "pyproject.toml").read_text()
     requires = next(line for line in pyproject.splitlines() if line.startswith("requires-python"))
@@ -26,6 +30,10 @@ def project_requiring(tmp_path: Path, minimum: str) -> Path:
     )
     shutil.copy(ROOT / "noxfile.py", tmp_path)
     shutil.copytree(ROOT / ".ci", tmp_path / ".ci")
+    # The settings the noxfile loads.
+    for module in ("src/spmd_guide/environment.py", "docs/_ext/offline_inventories.py"):
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / module, tmp_path / module)
     return tmp_path
 
 

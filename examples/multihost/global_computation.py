@@ -64,9 +64,8 @@ def exit_unless_joined_within(seconds: int, args: argparse.Namespace) -> threadi
     return joined
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-
+def join(args: argparse.Namespace) -> bool:
+    """Join the other processes; say why and return False if nothing tells how."""
     import jax
 
     # Cross-process collectives between CPU devices run over Gloo (JAX's default for CPU).
@@ -91,9 +90,14 @@ def main(argv: list[str] | None = None) -> int:
             "spmd_guide.launch, or pass --coordinator-address, --num-processes and --process-id.",
             file=sys.stderr,
         )
-        return 2
+        return False
     joined.set()
+    return True
 
+
+def compute_globally(args: argparse.Namespace) -> None:
+    """A global mesh and array from each process's own rows, and two computations on them."""
+    import jax
     import jax.numpy as jnp
     import numpy as np
     from jax.sharding import NamedSharding
@@ -130,6 +134,16 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.output, "w") as report:
             report.write(result + "\n")
         print(f"process 0 wrote {args.output}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not join(args):
+        return 2
+    compute_globally(args)
+
+    import jax
+
     jax.distributed.shutdown()
     return 0
 

@@ -1,0 +1,67 @@
+"""Benchmark the two commands a contributor runs most: `nox -s tests`, and `nox -s docs` again.
+
+    nox -s bench            (or: python benchmarks/developer_loop.py, with nox installed)
+
+Both run in this working tree on the README's path: nox installed with plain pip, so session
+environments are made with virtualenv and pip, never uv. They live in their own folder under the
+system's temporary directory (kept between runs), so the developer's .nox is left alone.
+
+- `nox -s tests`: its environment is prepared first (`--install-only`), then the run is timed.
+- `nox -s docs`: run once to bring its environment and the site up to date, then timed again
+  with nothing changed, which must skip the install and re-execute no page.
+
+It prints both times and exits 1 if a target is missed: the tests under 150 s, the no-change docs
+run under 15 s.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENVDIR = Path(tempfile.gettempdir()) / "spmd-guide-bench-nox"
+TARGETS = {"tests": 150.0, "docs, nothing changed": 15.0}
+
+
+def nox(*args: str) -> float:
+    """Run nox with pip-made environments; the seconds it took. Exits if the session fails."""
+    command = [
+        sys.executable,
+        "-m",
+        "nox",
+        "--force-venv-backend",
+        "virtualenv",
+        "--envdir",
+        str(ENVDIR),
+        *args,
+    ]
+    start = time.perf_counter()
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if result.returncode:
+        sys.exit(
+            f"`nox {' '.join(args)}` failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        )
+    return seconds
+
+
+def main() -> int:
+    nox("-s", "tests", "--install-only")
+    times = {"tests": nox("-s", "tests")}
+    nox("-s", "docs")
+    times["docs, nothing changed"] = nox("-s", "docs")
+    print("| command | seconds | target |")
+    print("| --- | ---: | ---: |")
+    for name, seconds in times.items():
+        print(f"| nox -s {name} | {seconds:.1f} | < {TARGETS[name]:g} |")
+    missed = [name for name, seconds in times.items() if seconds >= TARGETS[name]]
+    print(f"missed: {', '.join(missed) or 'none'}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
