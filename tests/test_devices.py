@@ -1,26 +1,18 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import textwrap
 
 import jax
 import pytest
 
 from spmd_guide import requested_device_count, use_cpu_devices
-from spmd_guide.environment import environment_without_jax_settings
+from spmd_guide.environment import run_python
 
 
 def run_fresh(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     """Run `code` in a new Python process whose JAX has not started yet."""
-    clean = environment_without_jax_settings()
-    return subprocess.run(
-        [sys.executable, "-W", "error", "-c", textwrap.dedent(code)],
-        env={**clean, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_python("-W", "error", "-c", textwrap.dedent(code), env=env, timeout=120, check=False)
 
 
 def test_this_process_has_the_requested_devices(cpu_devices):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from spmd_guide.environment import environment_without_jax_settings
+from spmd_guide.environment import run_python
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 EXAMPLE = EXAMPLES / "distributed" / "sharding_spmd.py"
@@ -31,14 +31,7 @@ def test_examples_import_only_jax_flax_optax_numpy_and_the_standard_library(scri
 
 
 def run_example(*args: str) -> subprocess.CompletedProcess[str]:
-    env = environment_without_jax_settings()
-    return subprocess.run(
-        [sys.executable, "-W", "error", str(EXAMPLE), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_python("-W", "error", str(EXAMPLE), *args, check=False)
 
 
 @pytest.mark.once

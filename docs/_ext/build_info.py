@@ -13,6 +13,8 @@ from typing import Any
 from sphinx.application import Sphinx
 from sphinx.config import Config
 
+from spmd_guide.environment import DEVICE_COUNT_VARIABLE
+
 
 def built_with() -> dict[str, str]:
     """The versions and device count this build executes its pages with."""
@@ -25,7 +27,7 @@ def built_with() -> dict[str, str]:
         "jaxlib_version": jaxlib.__version__,
         "flax_version": flax.__version__,
         "python_version": platform.python_version(),
-        "device_count": os.environ["JAX_NUM_CPU_DEVICES"],
+        "device_count": os.environ[DEVICE_COUNT_VARIABLE],
     }
 
 

@@ -19,6 +19,8 @@ from typing import Any
 from sphinx.application import Sphinx
 from sphinx.config import Config
 
+from spmd_guide.environment import DEFAULT_DEVICE_COUNT, cpu_devices_env
+
 DOCS = Path(__file__).resolve().parents[1]
 ROOT = DOCS.parent
 
@@ -40,7 +42,7 @@ def execution_fingerprint() -> str:
     digest.update((DOCS / "_ext" / "kernel_startup.py").read_bytes())
     for part in (jax.__version__, jaxlib.__version__, flax.__version__, sys.version):
         digest.update(part.encode())
-    for name in ("JAX_PLATFORMS", "JAX_NUM_CPU_DEVICES"):
+    for name in cpu_devices_env(DEFAULT_DEVICE_COUNT):
         digest.update(f"{name}={os.environ.get(name, '')}".encode())
     return digest.hexdigest()[:16]
 
