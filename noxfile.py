@@ -91,14 +91,19 @@ def run_tests(session: nox.Session) -> None:
     """pytest at each of the checked device counts, each count in its own process.
 
     Tests marked `once` run only in the pass on the guide's own count, which holds most of the
-    suite and spreads its test files over every core (pytest-xdist).
+    suite and spreads its test files over every core (pytest-xdist). Every JAX process the
+    tests start shares one compilation cache, kept with the session's environment: most of the
+    suite's time is XLA compiling the same small programs in process after process.
     """
+    folder = Path(session.virtualenv.location) / ENVIRONMENT.COMPILATION_CACHE_FOLDER
+    cache = ENVIRONMENT.compilation_cache_env(folder)
     for count in ENVIRONMENT.CHECKED_DEVICE_COUNTS:
         session.log(f"pytest on {count} CPU device(s)")
         spread = ["-n", "auto", "--dist", "loadfile"]
         if count != ENVIRONMENT.DEFAULT_DEVICE_COUNT:
             spread = []
-        session.run("pytest", *spread, *session.posargs, env=ENVIRONMENT.cpu_devices_env(count))
+        env = {**ENVIRONMENT.cpu_devices_env(count), **cache}
+        session.run("pytest", *spread, *session.posargs, env=env)
 
 
 def build_docs(

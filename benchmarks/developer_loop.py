@@ -6,25 +6,34 @@ Both run in this working tree on the README's path: nox installed with plain pip
 environments are made with virtualenv and pip, never uv. They live in their own folder under the
 system's temporary directory (kept between runs), so the developer's .nox is left alone.
 
-- `nox -s tests`: its environment is prepared first (`--install-only`), then the run is timed.
+- `nox -s tests`: its environment is prepared first (`--install-only`), then two runs are
+  timed: the first starts with an empty compilation cache, as after a fresh clone; the second
+  is every run after it, where programs the tests compiled before are loaded from the cache.
 - `nox -s docs`: run once to bring its environment and the site up to date, then timed again
   with nothing changed, which must skip the install and re-execute no page.
 
-It prints both times and exits 1 if a target is missed: the tests under 150 s, the no-change docs
-run under 15 s.
+It prints the times and exits 1 if a target is missed: each run of the tests under 150 s, the
+no-change docs run under 15 s.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from spmd_guide.environment import COMPILATION_CACHE_FOLDER
+
 ROOT = Path(__file__).resolve().parents[1]
 ENVDIR = Path(tempfile.gettempdir()) / "spmd-guide-bench-nox"
-TARGETS = {"tests": 150.0, "docs, nothing changed": 15.0}
+TARGETS = {
+    "tests (empty compilation cache)": 150.0,
+    "tests (again)": 150.0,
+    "docs (nothing changed)": 15.0,
+}
 
 
 def nox(*args: str) -> float:
@@ -51,13 +60,18 @@ def nox(*args: str) -> float:
 
 def main() -> int:
     nox("-s", "tests", "--install-only")
-    times = {"tests": nox("-s", "tests")}
+    shutil.rmtree(ENVDIR / "tests" / COMPILATION_CACHE_FOLDER, ignore_errors=True)
+    times = {
+        "tests (empty compilation cache)": nox("-s", "tests"),
+        "tests (again)": nox("-s", "tests"),
+    }
     nox("-s", "docs")
-    times["docs, nothing changed"] = nox("-s", "docs")
+    times["docs (nothing changed)"] = nox("-s", "docs")
     print("| command | seconds | target |")
     print("| --- | ---: | ---: |")
     for name, seconds in times.items():
-        print(f"| nox -s {name} | {seconds:.1f} | < {TARGETS[name]:g} |")
+        session, _, when = name.partition(" ")
+        print(f"| nox -s {session} {when} | {seconds:.1f} | < {TARGETS[name]:g} |")
     missed = [name for name, seconds in times.items() if seconds >= TARGETS[name]]
     print(f"missed: {', '.join(missed) or 'none'}")
     return 1 if missed else 0

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from spmd_guide.environment import cpu_devices_env, repository_root, run_python
+from spmd_guide.environment import (
+    compilation_cache_env,
+    cpu_devices_env,
+    repository_root,
+    run_python,
+)
 
 # Every test here starts a process of its own.
 pytestmark = pytest.mark.once
@@ -18,6 +23,28 @@ def test_a_process_gets_the_devices_asked_for_and_none_of_this_ones_settings(mon
         "-c", "import jax, os; print(jax.device_count(), os.environ.get('XLA_FLAGS'))", devices=2
     )
     assert finished.stdout.split() == ["2", "None"]
+
+
+COMPILES_ONE_PROGRAM = """
+import jax, jax.numpy as jnp
+hits = []
+jax.monitoring.register_event_listener(
+    lambda event, **_: hits.append(event) if event.endswith("cache_hits") else None
+)
+jax.jit(lambda x: jnp.sin(x) * 2)(jnp.arange(8.0))
+print(len(hits))
+"""
+
+
+def test_a_second_process_loads_what_the_first_compiled_from_the_cache(tmp_path, monkeypatch):
+    # Set in this process, as nox sets it for the tests: the processes started must keep it.
+    for name, value in compilation_cache_env(tmp_path / "cache").items():
+        monkeypatch.setenv(name, value)
+    first = run_python("-c", COMPILES_ONE_PROGRAM, devices=2)
+    assert first.stdout.split() == ["0"]
+    assert any((tmp_path / "cache").iterdir())
+    second = run_python("-c", COMPILES_ONE_PROGRAM, devices=2)
+    assert int(second.stdout) > 0
 
 
 def test_the_environment_names_the_platform_and_count():

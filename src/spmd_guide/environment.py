@@ -26,13 +26,43 @@ def cpu_devices_env(count: int) -> dict[str, str]:
     return {"JAX_PLATFORMS": "cpu", DEVICE_COUNT_VARIABLE: str(count)}
 
 
+COMPILATION_CACHE_VARIABLES = (
+    "JAX_COMPILATION_CACHE_DIR",
+    "JAX_COMPILATION_CACHE_MAX_SIZE",
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES",
+)
+"""JAX settings that say where compiled programs are kept, not what a program computes."""
+
+
+COMPILATION_CACHE_FOLDER = "jax-compilation-cache"
+"""The folder, inside its nox environment, where ``nox -s tests`` keeps compiled programs."""
+
+
+def compilation_cache_env(folder: Path, max_bytes: int = 2**30) -> dict[str, str]:
+    """The environment variables that make JAX keep every compiled program in ``folder``.
+
+    A process that compiles a program some earlier process already compiled (same program, JAX,
+    devices and options) loads it instead. Setting a maximum size turns on JAX's file lock, so
+    processes running side by side never read an entry another is still writing.
+    """
+    return dict(
+        zip(COMPILATION_CACHE_VARIABLES, (str(folder), str(max_bytes), "0", "0"), strict=True)
+    )
+
+
 def environment_without_jax_settings() -> dict[str, str]:
     """This process's environment, less every ``JAX_*`` and ``XLA_*`` variable.
 
     For starting a new Python process whose JAX should be configured afresh (by its own code or
-    by settings added to this dict), not inherit this process's device count or platform.
+    by settings added to this dict), not inherit this process's device count or platform. The
+    compilation-cache settings (:data:`COMPILATION_CACHE_VARIABLES`) are kept.
     """
-    return {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k in COMPILATION_CACHE_VARIABLES or not k.startswith(("JAX_", "XLA_"))
+    }
 
 
 def repository_root(start: Path | None = None) -> Path:
