@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 import subprocess
 import sys
@@ -34,16 +35,45 @@ def run_example(*args: str) -> subprocess.CompletedProcess[str]:
     return run_python("-W", "error", str(EXAMPLE), *args, check=False)
 
 
+@pytest.fixture(scope="module")
+def example():
+    """The example loaded as a module, to call its ``main`` in this process on its 8 devices."""
+    spec = importlib.util.spec_from_file_location("sharding_spmd", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def call_main(example, capsys, *args: str) -> tuple[int, str, str]:
+    """The exit status, output and error output of ``main(args)``, as the script would give."""
+    try:
+        status = example.main(list(args))
+    except SystemExit as exit:  # argparse's own errors
+        status = exit.code
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
 @pytest.mark.once
-@pytest.mark.parametrize("strategy", ["dp", "tp", "2d", "fsdp"])
-def test_each_strategy_trains_on_eight_devices_without_warnings(strategy):
-    result = run_example("--strategy", strategy, "--steps", "8")
+def test_the_script_runs_in_a_fresh_process_and_the_mesh_flag_reshapes_the_mesh():
+    result = run_example("--strategy", "2d", "--mesh", "2x4", "--steps", "2")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert result.stdout.startswith("8 CPU devices\n")
-    assert f"strategy '{strategy}'" in result.stdout
-    total = int(re.search(r"parameters: ([\d,]+) bytes", result.stdout).group(1).replace(",", ""))
-    per_device = re.search(r"per device: (.*)", result.stdout).group(1).split(", ")
+    assert "on mesh (data=2, model=4)" in result.stdout
+
+
+# In this process (warnings are errors here too): the script's own start-up is tested above.
+@pytest.mark.once
+@pytest.mark.parametrize("strategy", ["dp", "tp", "2d", "fsdp"])
+def test_each_strategy_trains_on_eight_devices_without_warnings(example, capsys, strategy):
+    status, out, err = call_main(example, capsys, "--strategy", strategy, "--steps", "8")
+    assert status == 0, err
+    assert err == ""
+    assert out.startswith("8 CPU devices\n")
+    assert f"strategy '{strategy}'" in out
+    total = int(re.search(r"parameters: ([\d,]+) bytes", out).group(1).replace(",", ""))
+    per_device = re.search(r"per device: (.*)", out).group(1).split(", ")
     held = [int(entry.split(":")[1].replace(",", "")) for entry in per_device]
     assert len(held) == 8 and len(set(held)) == 1
     # The share of the parameters each device holds: whole for dp; the large weights split
@@ -51,15 +81,8 @@ def test_each_strategy_trains_on_eight_devices_without_warnings(strategy):
     largest_share = {"dp": 1.0, "fsdp": 0.15, "tp": 0.15, "2d": 0.55}[strategy]
     assert held[0] <= largest_share * total
     assert held[0] > {"dp": 0.99, "fsdp": 0.1, "tp": 0.1, "2d": 0.45}[strategy] * total
-    losses = [float(v) for v in re.findall(r"loss (\d+\.\d+)", result.stdout)]
+    losses = [float(v) for v in re.findall(r"loss (\d+\.\d+)", out)]
     assert len(losses) >= 2 and losses[-1] < losses[0]
-
-
-@pytest.mark.once
-def test_the_mesh_flag_reshapes_the_mesh():
-    result = run_example("--strategy", "2d", "--mesh", "2x4", "--steps", "2")
-    assert result.returncode == 0, result.stderr
-    assert "on mesh (data=2, model=4)" in result.stdout
 
 
 @pytest.mark.once
@@ -72,8 +95,8 @@ def test_the_mesh_flag_reshapes_the_mesh():
         (["--mesh", "four"], "is not a shape"),
     ],
 )
-def test_bad_arguments_get_a_clear_error(args, message):
-    result = run_example(*args)
-    assert result.returncode == 2
-    assert message in result.stderr
-    assert "Traceback" not in result.stderr
+def test_bad_arguments_get_a_clear_error(example, capsys, args, message):
+    status, _, err = call_main(example, capsys, *args)
+    assert status == 2
+    assert message in err
+    assert "Traceback" not in err
