@@ -248,14 +248,14 @@ def test_one_device_is_not_claimed_when_it_was_not_run(tmp_path):
 
 def test_the_command_line_exit_codes(tmp_path, capsys):
     good = write(tmp_path, "good", CORRECT)
-    passed = cli("check", "shard_map_psum", str(good), "--devices", "1,2")
-    assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "PASSED: every case on 1 and 2 devices." in passed.stdout
+    assert main(["check", "shard_map_psum", str(good), "--devices", "1,2"]) == 0
+    assert "PASSED: every case on 1 and 2 devices." in capsys.readouterr().out
     wrong = write(tmp_path, "wrong", "def shard_map_psum(x, *, mesh=None):\n    return 0.0\n")
-    assert cli("check", "shard_map_psum", str(wrong), "--devices", "2").returncode == 1
+    assert main(["check", "shard_map_psum", str(wrong), "--devices", "2"]) == 1
+    assert "FAILED on 2 devices." in capsys.readouterr().out
     broken = write(tmp_path, "broken", "def shard_map_psum(x:\n")
-    result = cli("check", "shard_map_psum", str(broken))
-    assert result.returncode == 1 and "does not parse" in result.stdout
+    assert main(["check", "shard_map_psum", str(broken)]) == 1
+    assert "does not parse" in capsys.readouterr().out
     usage = [
         (
             ["check", "shard_map_psum", str(good), "--devices", "3"],
@@ -268,7 +268,7 @@ def test_the_command_line_exit_codes(tmp_path, capsys):
         (["check", "no_such_problem", str(good)], "no problem named 'no_such_problem'"),
         (["starter", "shard_map_psum", "-o", str(tmp_path / "absent" / "x.py")], "does not exist"),
     ]
-    # One through a process of its own, for the exit status; the rest in this process.
+    # One through a process of its own, for the exit status; the rest as above.
     (first_args, first_message), *rest = usage
     result = cli(*first_args)
     assert result.returncode == 2, (result.stdout, result.stderr)
