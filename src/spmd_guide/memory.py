@@ -36,7 +36,7 @@ MESH_AXES = ("data", "model")
 """The mesh axes a strategy may use, in the order ``MemoryEstimate.mesh_shape`` gives them."""
 
 GiB = 2**30
-"""Bytes in a gibibyte: a 16 GiB budget is ``16 * GiB``."""
+"""Bytes in a gibibyte, so a budget of 16 GiB is ``16 * GiB``."""
 
 
 @dataclass(frozen=True)
