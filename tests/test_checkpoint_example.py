@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from spmd_guide.environment import run_python
+from spmd_guide.environment import kill_python_when, run_python
+from spmd_guide.launch import run_launcher
 
 SCRIPT = Path(__file__).parents[1] / "examples" / "checkpoints" / "train_and_resume.py"
 
@@ -35,6 +36,7 @@ def test_a_run_saved_on_8_devices_resumes_on_4_as_if_never_stopped(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stderr == ""
     assert "restored step 4 onto 4 devices" in resumed.stdout
+    assert digests(resumed.stdout, "restored") == {4: digests(saved.stdout, "saving")[4]}
     assert "each device holds (32, 512)" in resumed.stdout
     assert "checkpoints kept: [4, 6]" in resumed.stdout
 
@@ -44,6 +46,65 @@ def test_a_run_saved_on_8_devices_resumes_on_4_as_if_never_stopped(tmp_path):
     for step, loss in losses(resumed.stdout).items():
         assert loss == pytest.approx(losses(straight.stdout)[step], rel=1e-5), step
     assert losses(saved.stdout) == {s: losses(straight.stdout)[s] for s in (1, 2, 3, 4)}
+
+
+def digests(stdout: str, verb: str) -> dict[int, str]:
+    return {int(s): d for s, d in re.findall(rf"{verb} step (\d+).*state digest (\w+)", stdout)}
+
+
+def test_a_checkpoint_saved_by_two_processes_restores_in_one_bit_for_bit(tmp_path):
+    job, failed_attempt = run_launcher(
+        "-n",
+        "2",
+        "--devices-per-process",
+        "4",
+        str(SCRIPT),
+        "--dir",
+        "shared",
+        "--steps",
+        "4",
+        cwd=tmp_path,
+    )
+    assert job.returncode == 0, (job.stdout, job.stderr, failed_attempt)
+    for i in (0, 1):
+        assert f"[{i}] process {i} of 2: 4 of 8 CPU devices" in job.stdout
+    # Each process wrote a database of its own into the one checkpoint.
+    step_4 = tmp_path / "shared" / "4" / "default"
+    for i in (0, 1):
+        assert any((step_4 / f"ocdbt.process_{i}" / "d").iterdir()), i
+
+    one = run("--dir", str(tmp_path / "shared"), "--steps", "6", "--resume", devices=8)
+    assert one.returncode == 0, one.stderr
+    assert "restored step 4 onto 8 devices" in one.stdout
+    assert digests(one.stdout, "restored") == {4: digests(job.stdout, "saving")[4]}
+
+
+def test_a_save_killed_half_way_is_never_the_latest_checkpoint(tmp_path):
+    folder = tmp_path / "run"
+
+    def writing_step_4() -> bool:
+        unfinished = folder / "4.orbax-checkpoint-tmp" / "default" / "ocdbt.process_0" / "d"
+        return unfinished.is_dir() and any(unfinished.iterdir())
+
+    killed = kill_python_when(
+        "-W",
+        "error",
+        str(SCRIPT),
+        "--dir",
+        str(folder),
+        "--steps",
+        "6",
+        condition=writing_step_4,
+        devices=8,
+    )
+    assert killed.returncode == -9
+    assert sorted(p.name for p in folder.iterdir()) == ["2", "4.orbax-checkpoint-tmp"]
+
+    resumed = run("--dir", str(folder), "--steps", "6", "--resume", devices=8)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "restored step 2 onto 8 devices" in resumed.stdout
+    assert digests(resumed.stdout, "restored") == {2: digests(killed.stdout, "saving")[2]}
+    assert sorted(p.name for p in folder.iterdir()) == ["4", "6"]
 
 
 def test_resuming_from_a_missing_folder_says_to_run_without_resume(tmp_path):

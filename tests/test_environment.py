@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from spmd_guide.environment import (
     compilation_cache_env,
     cpu_devices_env,
+    kill_python_when,
     repository_root,
     run_python,
 )
@@ -67,3 +69,26 @@ def test_the_repository_is_found_from_a_folder_inside_it():
 def test_outside_a_repository_the_error_says_where_to_run(tmp_path):
     with pytest.raises(FileNotFoundError, match="run from inside a clone"):
         repository_root(tmp_path)
+
+
+def test_a_process_is_killed_once_the_condition_holds_while_it_is_frozen(tmp_path):
+    marker = tmp_path / "started"
+    code = (
+        "import pathlib, time\n"
+        "print('up', flush=True)\n"
+        f"pathlib.Path({str(marker)!r}).touch()\n"
+        "time.sleep(60)\n"
+    )
+    killed = kill_python_when("-c", code, condition=marker.exists, timeout=30)
+    assert killed.returncode == -9
+    assert killed.stdout == "up\n"
+
+
+def test_a_process_that_ends_before_the_condition_holds_is_an_error(tmp_path):
+    with pytest.raises(RuntimeError, match="exited with status 3 before the condition held"):
+        kill_python_when("-c", "raise SystemExit(3)", condition=lambda: False, timeout=30)
+
+
+def test_a_condition_that_never_holds_times_out():
+    with pytest.raises(subprocess.TimeoutExpired):
+        kill_python_when("-c", "import time; time.sleep(60)", condition=lambda: False, timeout=1)

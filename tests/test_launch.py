@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from spmd_guide.launch import launch
+from spmd_guide.launch import launch, lines_by_process
 
 ROOT = Path(__file__).parents[1]
 EXAMPLE = ROOT / "examples" / "multihost" / "global_computation.py"
@@ -164,3 +164,24 @@ def test_bad_arguments_are_refused(args, message):
     result = run_launcher(*args, timeout=60)
     assert result.returncode == 2
     assert message in result.stderr
+
+
+def test_the_output_is_gathered_by_process_without_the_runtime_log():
+    output = "\n".join(
+        [
+            "[1] process 1 starts",
+            "[0] process 0 starts",
+            "[0] [Gloo] Rank 0 is connected to 1 peer ranks.",
+            "[1] I0000 00:00:1 coordination",
+            "[10] process 10 starts",
+            "[0] process 0 ends",
+            "launch: all 3 processes agree: done",
+        ]
+    )
+    assert lines_by_process(output) == [
+        "[0] process 0 starts",
+        "[0] process 0 ends",
+        "[1] process 1 starts",
+        "[10] process 10 starts",
+        "launch: all 3 processes agree: done",
+    ]

@@ -7,6 +7,11 @@ The model and its Adam state are laid out fully sharded (FSDP) over every device
 every --save-every steps with the step number, keeping the last two checkpoints. With --resume
 the latest checkpoint is read straight into the layout of the devices this run has, which may
 be fewer or more than the run that saved it, and training continues from the step after it.
+Each save and each restore prints a digest of the whole state, so two runs can be compared.
+
+It runs as one process or as several: started by a launcher that sets JAX_NUM_PROCESSES,
+JAX_PROCESS_ID and JAX_COORDINATOR_ADDRESS, every process joins one job, trains on the global
+mesh, and writes the shards it holds into the same checkpoint.
 
 The script needs only jax, flax, optax, orbax-checkpoint and numpy. On a machine with only a
 CPU, JAX is given 8 CPU devices unless JAX_NUM_CPU_DEVICES says otherwise.
@@ -15,6 +20,7 @@ CPU, JAX is given 8 CPU devices unless JAX_NUM_CPU_DEVICES says otherwise.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -40,6 +46,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def join_processes_if_launched() -> None:
+    """Join the other processes of a multi-process job, when a launcher started this one."""
+    import jax
+
+    if "JAX_NUM_PROCESSES" in os.environ:
+        # The coordinator's address is read from JAX_COORDINATOR_ADDRESS by JAX itself.
+        jax.distributed.initialize(
+            num_processes=int(os.environ["JAX_NUM_PROCESSES"]),
+            process_id=int(os.environ["JAX_PROCESS_ID"]),
+        )
+
+
+def digest(state) -> str:
+    """A short fingerprint of every value in ``state``, the same on any mesh or device count."""
+    import jax
+    from jax.experimental import multihost_utils
+
+    # Gathered, because with several processes no process holds every shard.
+    whole = multihost_utils.process_allgather(state, tiled=True)
+    hasher = hashlib.sha256()
+    for leaf in jax.tree.leaves(whole):
+        hasher.update(leaf.tobytes())
+    return hasher.hexdigest()[:16]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     folder = args.dir.absolute()  # Orbax saves to absolute paths only
@@ -61,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if "JAX_NUM_CPU_DEVICES" not in os.environ:
         jax.config.update("jax_num_cpu_devices", 8)  # used only when the CPU is the platform
-    devices = jax.devices()
+    join_processes_if_launched()
+    devices = jax.devices()  # every process's devices
     if EMBED % len(devices) or BATCH % len(devices):
         print(
             f"error: {len(devices)} devices cannot split the {EMBED}-wide embed dimension and "
@@ -69,6 +101,11 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+
+    def log(message: str) -> None:
+        if jax.process_index() == 0:  # one log for the job, not one per process
+            print(message)
+
     mesh = jax.make_mesh((len(devices),), ("data",), axis_types=(AxisType.Auto,))
 
     class MLP(nnx.Module):
@@ -104,7 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         return loss
 
     manager = ocp.CheckpointManager(folder, options=ocp.CheckpointManagerOptions(max_to_keep=2))
-    print(f"{len(devices)} {devices[0].platform.upper()} devices")
+    print(
+        f"process {jax.process_index()} of {jax.process_count()}: {jax.local_device_count()} "
+        f"of {len(devices)} {devices[0].platform.upper()} devices"
+    )
     if args.resume:
         latest = manager.latest_step()
         if latest is None:
@@ -118,14 +158,14 @@ def main(argv: list[str] | None = None) -> int:
             graphdef, target = nnx.get_abstract_model(create_model_and_optimizer, mesh)
         state = manager.restore(latest, args=ocp.args.StandardRestore(target))
         model, optimizer = nnx.merge(graphdef, state)
-        print(f"restored step {latest} onto {len(devices)} devices")
+        log(f"restored step {latest} onto {len(devices)} devices, state digest {digest(state)}")
         first = latest + 1
     else:
         with jax.set_mesh(mesh), nnx.logical_axis_rules(RULES):
             model, optimizer = nnx.jit(create_model_and_optimizer)()
         first = 1
     kernel = model.up.kernel[...]
-    print(f"up kernel {kernel.shape}, each device holds {kernel.addressable_shards[0].data.shape}")
+    log(f"up kernel {kernel.shape}, each device holds {kernel.addressable_shards[0].data.shape}")
 
     # A learnable task: the label is the argmax of a fixed linear map of the input. Batch n is
     # the same on every run, so a resumed run sees what an uninterrupted one would.
@@ -134,16 +174,24 @@ def main(argv: list[str] | None = None) -> int:
     x_all = rng.normal(size=(8 * BATCH, EMBED)).astype(np.float32)
     y_all = np.argmax(x_all @ teacher, axis=-1).astype(np.int32)
     batch_sharding = NamedSharding(mesh, P("data"))
+
+    def global_batch(rows):
+        # Each process fills only the shards of its own devices.
+        return jax.make_array_from_callback(rows.shape, batch_sharding, lambda i: rows[i])
+
     for step in range(first, args.steps + 1):
         start = (step % 8) * BATCH
-        x = jax.device_put(x_all[start : start + BATCH], batch_sharding)
-        y = jax.device_put(y_all[start : start + BATCH], batch_sharding)
+        x = global_batch(x_all[start : start + BATCH])
+        y = global_batch(y_all[start : start + BATCH])
         loss = train_step(model, optimizer, x, y)
-        print(f"step {step:4d}  loss {float(loss):.6f}")
+        log(f"step {step:4d}  loss {float(loss):.6f}")
         if step % args.save_every == 0:
-            manager.save(step, args=ocp.args.StandardSave(nnx.state((model, optimizer))))
+            # Every process calls save: each writes the shards its devices hold.
+            state = nnx.state((model, optimizer))
+            manager.save(step, args=ocp.args.StandardSave(state))
+            log(f"saving step {step}, state digest {digest(state)}")
     manager.close()  # waits for the last save to be written
-    print(f"checkpoints kept: {manager.all_steps()}")
+    log(f"checkpoints kept: {manager.all_steps()}")
     return 0
 
 

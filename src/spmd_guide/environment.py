@@ -7,9 +7,12 @@ without, installing JAX, so each setting here is stated once for all of them.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+import tempfile
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 DEFAULT_DEVICE_COUNT = 8
@@ -121,3 +124,72 @@ def run_python(
             f"its output:\n{finished.stdout[-2000:]}\n{finished.stderr[-2000:]}"
         )
     return finished
+
+
+def kill_python_when(
+    *args: str,
+    condition: Callable[[], bool],
+    devices: int | None = None,
+    cwd: Path | None = None,
+    timeout: float = 300.0,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python *args`` as :func:`run_python` does; kill it the moment ``condition()`` holds.
+
+    ``condition`` is polled about every millisecond. When it returns true, the process is first
+    frozen (``SIGSTOP``) and ``condition`` asked again, so that the process is killed
+    (``SIGKILL``) in a state where the condition is known to hold, not one it has since left; if
+    it no longer holds, the process is resumed and polling goes on. The result carries the output
+    written before the kill and the return code ``-9``.
+
+    Raises:
+        RuntimeError: if the process exits before ``condition`` held; the message holds the end
+            of its output.
+        subprocess.TimeoutExpired: if ``condition`` has not held within ``timeout`` seconds (the
+            process is killed first).
+    """
+    process_env = environment_without_jax_settings()
+    if devices is not None:
+        process_env.update(cpu_devices_env(devices))
+    # Output goes to files, not pipes: a full pipe would block the process being watched.
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, *args],
+            cwd=cwd or repository_root(),
+            env=process_env,
+            stdout=stdout,
+            stderr=stderr,
+            text=True,
+        )
+        deadline = time.monotonic() + timeout
+        try:
+            while not _frozen_while(process, condition):
+                if process.poll() is not None:
+                    stdout.seek(0)
+                    stderr.seek(0)
+                    raise RuntimeError(
+                        f"`python {' '.join(args)}` exited with status {process.returncode} "
+                        f"before the condition held; the end of its output:\n"
+                        f"{stdout.read()[-2000:]}\n{stderr.read()[-2000:]}"
+                    )
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(process.args, timeout)
+                time.sleep(0.001)
+        finally:
+            process.kill()
+            process.wait()
+        stdout.seek(0)
+        stderr.seek(0)
+        return subprocess.CompletedProcess(
+            process.args, process.returncode, stdout.read(), stderr.read()
+        )
+
+
+def _frozen_while(process: subprocess.Popen[str], condition: Callable[[], bool]) -> bool:
+    """True with ``process`` left frozen if ``condition`` holds while it is frozen."""
+    if process.poll() is not None or not condition():
+        return False
+    process.send_signal(signal.SIGSTOP)
+    if condition():
+        return True
+    process.send_signal(signal.SIGCONT)
+    return False

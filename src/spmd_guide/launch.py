@@ -21,11 +21,15 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TextIO
 
-from spmd_guide.environment import cpu_devices_env, environment_without_jax_settings
+from spmd_guide.environment import cpu_devices_env, environment_without_jax_settings, run_python
 
 DEFAULT_TIMEOUT = 300.0
+
+RUNTIME_LOG_PREFIXES = ("[Gloo]", "I0000", "W0000", "E0000")
+"""How the lines that Gloo and JAX's runtime log while processes connect begin."""
 
 
 @dataclass
@@ -166,6 +170,40 @@ class _ProcessGroup:
         for process in self.processes:
             if process.stdout is not None:
                 process.stdout.close()
+
+
+def run_launcher(
+    *args: str, timeout: float = DEFAULT_TIMEOUT, retry: bool = True, cwd: Path | None = None
+) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str] | None]:
+    """Run ``python -m spmd_guide.launch *args`` in a child process: (result, failed first try).
+
+    With ``retry``, a failed launch is run once more and the first attempt returned beside the
+    second: processes meeting over loopback can lose a race for the coordinator's port on a busy
+    machine, and a second failure is a real one. ``cwd`` is as for :func:`run_python`.
+    """
+    first = run_python("-m", "spmd_guide.launch", *args, timeout=timeout, check=False, cwd=cwd)
+    if first.returncode == 0 or not retry:
+        return first, None
+    second = run_python("-m", "spmd_guide.launch", *args, timeout=timeout, check=False, cwd=cwd)
+    return second, first
+
+
+def lines_by_process(output: str) -> list[str]:
+    """The launcher's ``[id] line`` output grouped by process, without the runtime's log lines.
+
+    Processes print concurrently, so the raw order varies from run to run; each process's own
+    lines keep the order it printed them in, and the launcher's own lines come last.
+    """
+    by_process: dict[int, list[str]] = {}
+    launcher = []
+    for line in output.splitlines():
+        prefix, _, text = line.partition("] ")
+        if prefix.startswith("[") and prefix[1:].isdigit():
+            if not text.startswith(RUNTIME_LOG_PREFIXES):
+                by_process.setdefault(int(prefix[1:]), []).append(line)
+        else:
+            launcher.append(line)
+    return [line for i in sorted(by_process) for line in by_process[i]] + launcher
 
 
 def main(argv: list[str] | None = None) -> int:
