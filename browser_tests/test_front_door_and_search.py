@@ -64,6 +64,25 @@ TOP_RESULTS = {
 }
 
 
+# Error messages as a reader pastes them; the troubleshooting page raises each one live.
+PASTED_ERRORS = [
+    "Received incompatible devices for jitted computation",
+    "Contracting dimensions are sharded and it is ambiguous how the output should be sharded",
+    "does not evenly divide the dimension size",
+    "Found an unbound axis name",
+    "jax_num_cpu_devices config should be updated before backends are initialized",
+    "Some donated buffers were not usable",
+    "Fetching value for jax.Array that spans non-addressable devices is not possible",
+    "jax.distributed.initialize() must be called before any JAX calls",
+]
+
+
+@pytest.mark.parametrize("message", PASTED_ERRORS)
+def test_search_finds_the_troubleshooting_page_by_a_pasted_error(context, site_url, message):
+    hrefs = [href for href, _ in _search(context, site_url, message)]
+    assert "troubleshooting.html" in hrefs[:3], hrefs[:6]
+
+
 @pytest.mark.parametrize(("term", "page"), TOP_RESULTS.items())
 def test_search_puts_the_teaching_page_first(context, site_url, term, page):
     results = _search(context, site_url, term)

@@ -185,3 +185,27 @@ def test_the_output_is_gathered_by_process_without_the_runtime_log():
         "[10] process 10 starts",
         "launch: all 3 processes agree: done",
     ]
+
+
+READING = ROOT / "examples" / "multihost" / "read_a_global_result.py"
+
+
+def test_a_sharded_result_is_unreadable_but_gathered_or_replicated_in_every_process():
+    result = run_launcher("-n", "2", "--devices-per-process", "4", str(READING))
+    assert result.returncode == 0, result.stdout + result.stderr
+    for i in (0, 1):
+        assert (
+            f"[{i}] process {i}: np.asarray(doubled) raised RuntimeError: Fetching value for "
+            "`jax.Array` that spans non-addressable"
+        ) in result.stdout
+        # Twice the numbers 0 to 15.
+        assert f"[{i}] process {i}: process_allgather: shape (16,), sum 240" in result.stdout
+        assert f"[{i}] process {i}: replicated result: sum 240" in result.stdout
+
+
+def test_the_reading_example_outside_a_launcher_says_how_to_start_it():
+    alone = subprocess.run(
+        [sys.executable, str(READING)], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert alone.returncode == 2
+    assert "run this under a launcher that sets JAX_NUM_PROCESSES" in alone.stderr
