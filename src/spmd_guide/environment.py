@@ -105,14 +105,10 @@ def run_python(
             the end of its output. With ``check=False`` the result is returned whatever the exit.
         subprocess.TimeoutExpired: if the process runs longer than ``timeout`` seconds.
     """
-    process_env = environment_without_jax_settings()
-    if devices is not None:
-        process_env.update(cpu_devices_env(devices))
-    process_env.update(env or {})
     finished = subprocess.run(
         [sys.executable, *args],
         cwd=cwd or repository_root(),
-        env=process_env,
+        env=_child_environment(devices, env),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -147,15 +143,12 @@ def kill_python_when(
         subprocess.TimeoutExpired: if ``condition`` has not held within ``timeout`` seconds (the
             process is killed first).
     """
-    process_env = environment_without_jax_settings()
-    if devices is not None:
-        process_env.update(cpu_devices_env(devices))
     # Output goes to files, not pipes: a full pipe would block the process being watched.
     with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
         process = subprocess.Popen(
             [sys.executable, *args],
             cwd=cwd or repository_root(),
-            env=process_env,
+            env=_child_environment(devices),
             stdout=stdout,
             stderr=stderr,
             text=True,
@@ -182,6 +175,15 @@ def kill_python_when(
         return subprocess.CompletedProcess(
             process.args, process.returncode, stdout.read(), stderr.read()
         )
+
+
+def _child_environment(devices: int | None, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This environment less its JAX settings, then ``devices`` CPU devices, then ``env``."""
+    child = environment_without_jax_settings()
+    if devices is not None:
+        child.update(cpu_devices_env(devices))
+    child.update(env or {})
+    return child
 
 
 def _frozen_while(process: subprocess.Popen[str], condition: Callable[[], bool]) -> bool:
