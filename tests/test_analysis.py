@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,9 +14,11 @@ from spmd_guide.analysis import (
     COLLECTIVES,
     blocks_by_device,
     bytes_per_device,
+    collectives_by_axis,
     collectives_per_step,
     count_collectives,
     total_bytes,
+    trace_threads,
 )
 
 
@@ -141,3 +145,96 @@ def test_a_loop_without_a_known_trip_count_is_refused(mesh):
 def test_text_without_a_program_is_refused():
     with pytest.raises(ValueError, match="no ENTRY computation"):
         collectives_per_step("%x = f32[] all-reduce(f32[] %y)")
+
+
+@pytest.fixture
+def grid(cpu_devices):
+    if len(cpu_devices) < 4 or len(cpu_devices) % 2:
+        pytest.skip("needs an even number of at least 4 devices for a 2D mesh")
+    return make_mesh((2, len(cpu_devices) // 2), ("rows", "cols"), axis_types="auto")
+
+
+def _reduce_over(grid, axes):
+    def per_device(block):
+        return jax.lax.psum(block, axes)
+
+    return jax.jit(
+        jax.shard_map(
+            per_device, mesh=grid, in_specs=P("rows", "cols"), out_specs=P("rows", "cols")
+        )
+    )
+
+
+@pytest.mark.parametrize("axes", [("rows",), ("cols",), ("rows", "cols")])
+def test_collectives_are_named_by_the_mesh_axes_they_span(grid, axes):
+    x = jnp.ones((2 * 3, grid.shape["cols"] * 5))
+    compiled = _reduce_over(grid, axes).lower(x).compile()
+    (found,) = collectives_by_axis(compiled, grid)
+    assert (found.op, found.axes, found.shapes) == ("all-reduce", axes, ("f32[3,5]",))
+
+
+def test_a_permute_is_named_by_the_axis_its_pairs_move_along(grid):
+    cols = grid.shape["cols"]
+
+    def per_device(block):
+        return jax.lax.ppermute(block, "cols", [(i, (i + 1) % cols) for i in range(cols)])
+
+    shifted = jax.jit(
+        jax.shard_map(
+            per_device, mesh=grid, in_specs=P("rows", "cols"), out_specs=P("rows", "cols")
+        )
+    )
+    compiled = shifted.lower(jnp.ones((2, cols))).compile()
+    assert [(c.op, c.axes) for c in collectives_by_axis(compiled, grid)] == [
+        ("collective-permute", ("cols",))
+    ]
+
+
+def test_every_printed_form_of_replica_groups_is_read(grid):
+    # The same groups (each row of a 2 x 4 mesh) as XLA may print them.
+    if grid.shape["cols"] != 4:
+        pytest.skip("the printed groups below are for a 2 x 4 mesh")
+    forms = [
+        "replica_groups=mesh['axis_0'=2,'axis_1'=4] {'axis_1'}",
+        "replica_groups=[2,4]<=[8]",
+        "replica_groups={{0,1,2,3},{4,5,6,7}}",
+    ]
+    for form in forms:
+        line = f"  %all-reduce.1 = f32[3]{{0}} all-reduce(%p), channel_id=1, {form}, to_apply=%add"
+        assert collectives_by_axis(line, grid) == [
+            collectives_by_axis(line, grid)[0].__class__("all-reduce", ("cols",), ("f32[3]",))
+        ], form
+    across = "  %ar = f32[3]{0} all-reduce(%p), replica_groups=[4,2]<=[2,4]T(1,0), to_apply=%add"
+    assert collectives_by_axis(across, grid)[0].axes == ("rows",)
+
+
+def test_groups_naming_devices_outside_the_mesh_are_refused(grid):
+    line = "  %ar = f32[3]{0} all-reduce(%p), replica_groups={{0,99}}, to_apply=%add"
+    with pytest.raises(ValueError, match="not in the mesh"):
+        collectives_by_axis(line, grid)
+
+
+def test_a_trace_shows_each_devices_instructions_in_order(mesh):
+    n = mesh.size
+
+    def per_device(block):
+        return jax.lax.psum(jnp.tanh(block) @ block.T, "data")
+
+    step = jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=P("data"), out_specs=P()))
+    x = jax.device_put(jnp.ones((4 * n, 16)), NamedSharding(mesh, P("data")))
+    threads = trace_threads(step, x)
+    assert 1 <= len(threads) <= n
+    for ran in threads.values():
+        assert [op.start_us for op in ran] == sorted(op.start_us for op in ran)
+        assert all(op.end_us >= op.start_us >= 0 for op in ran)
+    if n > 1:
+        text = step.lower(x).compile().as_text()
+        (reduce,) = re.findall(r"%(\S+) = \S+ all-reduce\(", text)
+        # Each device runs the program once: every thread that ran the all-reduce ran it once.
+        runs = [sum(op.name == reduce for op in ran) for ran in threads.values()]
+        assert sum(runs) == n and set(runs) <= {0, 1}, runs
+
+
+def test_tracing_needs_a_jitted_function():
+    with pytest.raises(TypeError, match=r"jax\.jit"):
+        trace_threads(lambda x: x + 1, jnp.ones(3))

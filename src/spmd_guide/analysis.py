@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import glob
 import re
+import tempfile
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -147,3 +150,157 @@ def _holds_collective(
                 if _holds_collective(callee.strip().lstrip("%"), bodies, seen | {name}):
                     return True
     return False
+
+
+@dataclass(frozen=True)
+class TimedOperation:
+    """One instruction of a compiled program as a thread ran it, timed by the JAX profiler."""
+
+    name: str
+    """The instruction's name in the compiled program, e.g. ``ppermute.3`` or ``fusion.2``."""
+    start_us: float
+    """Microseconds from the first traced instruction of the call, on any thread."""
+    end_us: float
+
+
+# An instruction line: `%name = type op(...)`, or `ROOT %name = ...`.
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%([\w.\-]+)\s*=", re.M)
+
+
+def trace_threads(function: Any, *args: Any) -> dict[str, list[TimedOperation]]:
+    """Run a jitted ``function(*args)`` once under the JAX profiler; the instructions of its
+    compiled program that each thread ran, in the order they started.
+
+    The function is called once first, so compilation stays out of the trace. XLA's CPU runtime
+    records every instruction it runs under its name in the compiled program; other events
+    (waits, rendezvous) are left out.
+
+    Raises:
+        TypeError: if ``function`` is not jitted (it has no ``lower``).
+        ValueError: if the trace records none of the program's instructions.
+    """
+    if not hasattr(function, "lower"):
+        raise TypeError(
+            f"trace_threads needs a jitted function, got {type(function).__name__}; "
+            "wrap it in jax.jit"
+        )
+    program = set(_INSTRUCTION.findall(function.lower(*args).compile().as_text()))
+    jax.block_until_ready(function(*args))
+    with tempfile.TemporaryDirectory() as folder:
+        with jax.profiler.trace(folder):
+            jax.block_until_ready(function(*args))
+        (path,) = glob.glob(f"{folder}/**/*.xplane.pb", recursive=True)
+        profile = jax.profiler.ProfileData.from_file(path)
+        ran = [
+            (line.name, event.name, event.start_ns, event.end_ns)
+            for plane in profile.planes
+            for line in plane.lines
+            for event in line.events
+            if event.name in program
+        ]
+    if not ran:
+        raise ValueError(
+            "the profile records none of the compiled program's instructions; "
+            "this backend's runtime may not record them by name"
+        )
+    first = min(start for _, _, start, _ in ran)
+    threads: dict[str, list[TimedOperation]] = {}
+    for thread, name, start, end in sorted(ran, key=lambda op: op[2]):
+        threads.setdefault(thread, []).append(
+            TimedOperation(name, (start - first) / 1e3, (end - first) / 1e3)
+        )
+    return threads
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective of a compiled program, and the mesh axes it communicates over."""
+
+    op: str
+    """One of :data:`COLLECTIVES`, e.g. ``all-reduce``."""
+    axes: tuple[str, ...]
+    """The mesh axes along which the devices of one group (or one send) differ, in mesh order."""
+    shapes: tuple[str, ...]
+    """The per-device shapes it produces, e.g. ``("f32[4,32,64]",)``; several when XLA combined
+    collectives into one."""
+
+
+_COLLECTIVE_LINE = re.compile(
+    r"=\s*(?P<type>\(.*?\)|\S+)\s(?P<op>" + "|".join(COLLECTIVES) + r")(?:-start)?\("
+)
+_MESH_GROUPS = re.compile(r"replica_groups=mesh\[(?P<axes>[^\]]*)\]\s*\{(?P<over>[^}]*)\}")
+_IOTA_GROUPS = re.compile(
+    r"replica_groups=\[(?P<groups>\d+),(?P<size>\d+)\]<=\[(?P<dims>[\d,]+)\](?:T\((?P<perm>[\d,]+)\))?"
+)
+_LISTED_GROUPS = re.compile(
+    r"(?:replica_groups|source_target_pairs)=\{(?P<groups>(?:\{[\d,]*\},?)*)\}"
+)
+
+
+def collectives_by_axis(compiled: Any, mesh: jax.sharding.Mesh) -> list[Collective]:
+    """Each collective of a compiled program, with the axes of ``mesh`` it runs over.
+
+    Reads the replica groups XLA prints (by mesh axis, as an iota pattern, or listed) and the
+    source-target pairs of a collective permute, and names the mesh axes along which the
+    devices of a group differ: ``("model",)`` for a collective within each row of a
+    ``("data", "model")`` mesh.
+
+    Args:
+        compiled: the result of ``jax.jit(f).lower(...).compile()``, or its ``as_text()``.
+        mesh: the mesh the program was partitioned over.
+
+    Raises:
+        ValueError: if a collective's groups name devices that are not in ``mesh``.
+    """
+    text = compiled if isinstance(compiled, str) else compiled.as_text()
+    position = {device.id: index for index, device in np.ndenumerate(np.asarray(mesh.devices))}
+    found = []
+    for line in text.splitlines():
+        match = _COLLECTIVE_LINE.search(line)
+        if not match:
+            continue
+        shapes = tuple(re.findall(r"\w+\[[\d,]*\]", match.group("type")))
+        found.append(Collective(match.group("op"), _axes(line, mesh, position), shapes))
+    return found
+
+
+def _axes(
+    line: str, mesh: jax.sharding.Mesh, position: dict[int, tuple[int, ...]]
+) -> tuple[str, ...]:
+    by_name = _MESH_GROUPS.search(line)
+    if by_name:
+        # XLA may print the axes by the mesh's names or by position, as axis_0, axis_1, ...
+        printed = [axis.split("=")[0].strip("'") for axis in by_name.group("axes").split(",")]
+        over = {
+            name.strip().strip("'") for name in by_name.group("over").split(",") if name.strip()
+        }
+        return tuple(mesh.axis_names[i] for i, name in enumerate(printed) if name in over)
+    iota = _IOTA_GROUPS.search(line)
+    if iota:
+        dims = [int(d) for d in iota.group("dims").split(",")]
+        ids = np.arange(int(np.prod(dims))).reshape(dims)
+        if iota.group("perm"):
+            ids = ids.transpose([int(p) for p in iota.group("perm").split(",")])
+        groups = ids.reshape(int(iota.group("groups")), int(iota.group("size"))).tolist()
+    else:
+        listed = _LISTED_GROUPS.search(line)
+        if not listed:
+            return ()
+        groups = [
+            [int(d) for d in group.split(",") if d]
+            for group in re.findall(r"\{([\d,]*)\}", listed.group("groups"))
+        ]
+    differing: set[int] = set()
+    for group in groups:
+        try:
+            coordinates = [position[device] for device in group]
+        except KeyError as missing:
+            raise ValueError(
+                f"a collective groups device {missing}, which is not in the mesh "
+                f"{dict(mesh.shape)}: pass the mesh the program was compiled for"
+            ) from None
+        for coordinate in coordinates[1:]:
+            differing |= {
+                i for i, (a, b) in enumerate(zip(coordinate, coordinates[0], strict=True)) if a != b
+            }
+    return tuple(mesh.axis_names[i] for i in sorted(differing))
