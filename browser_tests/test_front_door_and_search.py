@@ -11,7 +11,7 @@ from conftest import SITE, content_pages
 PAGES = content_pages()
 
 
-def test_the_home_page_says_what_the_site_is_and_offers_four_routes(context, site_url):
+def test_the_home_page_says_what_the_site_is_and_offers_five_routes(context, site_url):
     tab = context.new_page()
     tab.goto(site_url + "index.html")
     assert "spmd-guide" not in tab.title()
@@ -26,6 +26,7 @@ def test_the_home_page_says_what_the_site_is_and_offers_four_routes(context, sit
         "getting-started/devices.html",
         "guide/spmd-sharding.html",
         "patterns/collectives.html",
+        "transformer-patterns/experts.html",
         "problems/index.html",
     ]
     text = tab.inner_text("article[role=main]")
