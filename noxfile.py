@@ -48,7 +48,7 @@ OFFLINE_INVENTORIES = load_module("docs/_ext/offline_inventories.py")
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "tests", "multihost", "docs", "browser"]
+nox.options.sessions = ["lint", "tests", "multihost", "launchers", "docs", "browser"]
 # Keep each session's environment between runs; `install` skips what is already there.
 nox.options.reuse_venv = "yes"
 # uv must use the Python that runs nox, never fetch one.
@@ -103,7 +103,8 @@ def run_tests(session: nox.Session) -> None:
         if count != ENVIRONMENT.DEFAULT_DEVICE_COUNT:
             spread = []
         env = {**ENVIRONMENT.cpu_devices_env(count), **cache}
-        session.run("pytest", *spread, *session.posargs, env=env)
+        # The launcher tests need Open MPI, SLURM and root: `nox -s launchers` runs them.
+        session.run("pytest", "-m", "not launchers", *spread, *session.posargs, env=env)
 
 
 def build_docs(
@@ -167,10 +168,45 @@ def multihost(session: nox.Session) -> None:
     )
 
 
+def ensure_cluster_programs(session: nox.Session) -> None:
+    """Install Open MPI, SLURM and MUNGE from Debian where missing (as root), else say how.
+
+    The multi-process page and `nox -s launchers` run real `mpirun` and `srun` jobs.
+    """
+    packages = session.run(
+        "python",
+        "-c",
+        "from spmd_guide.clusters import missing_programs; "
+        "print(' '.join(sorted(set(missing_programs().values()))))",
+        silent=True,
+    )
+    packages = (packages or "").split()
+    if not packages:
+        return
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        session.error(
+            f"the multi-process jobs need {', '.join(packages)}: install them with "
+            f"`sudo apt-get install {' '.join(packages)}` (Debian or Ubuntu); nox installs them "
+            "itself when run as root"
+        )
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    session.run("apt-get", "update", "-q", external=True, env=env)
+    session.run("apt-get", "install", "-y", "-q", *packages, external=True, env=env)
+
+
+@nox.session
+def launchers(session: nox.Session) -> None:
+    """Run the multi-process examples under mpirun -np 2 and a local SLURM cluster's srun -n 2."""
+    install(session, "test")
+    ensure_cluster_programs(session)
+    session.run("pytest", "-m", "launchers", *session.posargs)
+
+
 @nox.session
 def docs(session: nox.Session) -> None:
     """Build the site into docs/_build/html, pages executed on 8 CPU devices (-- --fresh)."""
     install(session, "docs")
+    ensure_cluster_programs(session)
     args = list(session.posargs)
     if "--fresh" in args:
         args.remove("--fresh")
@@ -183,6 +219,7 @@ def docs(session: nox.Session) -> None:
 def docs_latest(session: nox.Session) -> None:
     """Drift canary: run the tests and build the site on the newest releases, ignoring the lock."""
     install(session, "docs", "test", locked=False)
+    ensure_cluster_programs(session)
     session.run(
         "python",
         "-c",
@@ -199,6 +236,7 @@ def docs_latest(session: nox.Session) -> None:
 def docs_live(session: nox.Session) -> None:
     """Serve the site on 127.0.0.1:8000, rebuilding and re-executing only what a save changed."""
     install(session, "docs")
+    ensure_cluster_programs(session)
     session.run(
         "sphinx-autobuild",
         "-n",

@@ -187,6 +187,14 @@ def test_the_output_is_gathered_by_process_without_the_runtime_log():
     ]
 
 
+def test_a_gloo_line_that_lands_inside_a_printed_one_is_taken_out():
+    gloo = (
+        "[Gloo] Rank 3 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7"
+    )
+    output = "\n".join([f"[0] process 0 of 2: 4 local devices{gloo}", "[0] ", f"[1] {gloo}"])
+    assert lines_by_process(output) == ["[0] process 0 of 2: 4 local devices"]
+
+
 READING = ROOT / "examples" / "multihost" / "read_a_global_result.py"
 
 

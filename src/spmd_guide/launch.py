@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -188,6 +189,18 @@ def run_launcher(
     return second, first
 
 
+_GLOO_LOG = re.compile(r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks\. .*?: \d+")
+
+
+def without_gloo_log(line: str) -> str:
+    """``line`` less any of Gloo's connection messages in it.
+
+    Gloo's C++ logging shares a process's standard output with Python's prints, and on a busy
+    machine one of its lines can land inside a printed one.
+    """
+    return _GLOO_LOG.sub("", line)
+
+
 def lines_by_process(output: str) -> list[str]:
     """The launcher's ``[id] line`` output grouped by process, without the runtime's log lines.
 
@@ -199,8 +212,9 @@ def lines_by_process(output: str) -> list[str]:
     for line in output.splitlines():
         prefix, _, text = line.partition("] ")
         if prefix.startswith("[") and prefix[1:].isdigit():
-            if not text.startswith(RUNTIME_LOG_PREFIXES):
-                by_process.setdefault(int(prefix[1:]), []).append(line)
+            text = without_gloo_log(text)
+            if text.strip() and not text.startswith(RUNTIME_LOG_PREFIXES):
+                by_process.setdefault(int(prefix[1:]), []).append(f"{prefix}] {text}")
         else:
             launcher.append(line)
     return [line for i in sorted(by_process) for line in by_process[i]] + launcher
