@@ -217,3 +217,34 @@ def test_the_reading_example_outside_a_launcher_says_how_to_start_it():
     )
     assert alone.returncode == 2
     assert "run this under a launcher that sets JAX_NUM_PROCESSES" in alone.stderr
+
+
+HYBRID = ROOT / "examples" / "multihost" / "hybrid_mesh.py"
+
+
+def test_a_psum_over_the_local_axis_stays_inside_each_process():
+    result = run_launcher("-n", "2", "--devices-per-process", "4", str(HYBRID))
+    assert result.returncode == 0, result.stdout + result.stderr
+    groups = "replica_groups=mesh['process'=2,'local'=4]"
+    for i, local_sum in ((0, 4.0), (1, 8.0)):
+        local = f"psum over local: {groups} {{'local'}}; this process's blocks now hold"
+        across = f"psum over process: {groups} {{'process'}}; this process's blocks now hold"
+        assert f"[{i}] {local} [{local_sum}]" in result.stdout
+        assert f"[{i}] {across} [3.0]" in result.stdout
+
+
+BATCHES = ROOT / "examples" / "multihost" / "per_process_batches.py"
+
+
+def test_each_process_loads_its_rows_and_uneven_rows_are_refused_on_every_process():
+    even = run_launcher("-n", "2", "--devices-per-process", "4", str(BATCHES))
+    assert even.returncode == 0, even.stdout + even.stderr
+    for i in (0, 1):
+        assert (
+            f"[{i}] process {i}: global batch float32[32@data,3], equal to the whole dataset"
+            in (even.stdout)
+        )
+    uneven = run_launcher("-n", "2", "--devices-per-process", "4", str(BATCHES), "--uneven")
+    assert uneven.returncode != 0
+    refusal = "they hold process 0: 16, process 1: 14; pad or drop rows so that each holds 14"
+    assert refusal in uneven.stdout, uneven.stdout + uneven.stderr

@@ -1,0 +1,72 @@
+"""A hybrid mesh: one axis across processes (slow links), one within each process (fast).
+
+Run it with the launcher (or under mpirun or srun, as global_computation.py):
+
+    python -m spmd_guide.launch -n 2 --devices-per-process 4 examples/multihost/hybrid_mesh.py
+
+Each process prints, for a psum over each axis, the device groups of the compiled collective and
+the processes each group spans.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# Started as `python examples/multihost/hybrid_mesh.py`, this folder is on sys.path.
+from global_computation import join, parse_args
+
+
+def show_hybrid_mesh() -> None:
+    import jax
+    import numpy as np
+    from jax.experimental import mesh_utils
+    from jax.sharding import AxisType, Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    # The multi-node (or multi-slice) layout: devices within a process on the `local` axis,
+    # processes on the `process` axis.
+    devices = mesh_utils.create_hybrid_device_mesh(
+        mesh_shape=(1, jax.local_device_count()),
+        dcn_mesh_shape=(jax.process_count(), 1),
+        process_is_granule=True,
+    )
+    mesh = Mesh(devices, ("process", "local"), axis_types=(AxisType.Auto, AxisType.Auto))
+    index = jax.process_index()
+    for row in mesh.devices:
+        ids, processes = [d.id for d in row], sorted({d.process_index for d in row})
+        print(f"mesh row: devices {ids}, processes {processes}")
+
+    x = jax.make_array_from_process_local_data(
+        NamedSharding(mesh, P("process", "local")),
+        np.full((1, jax.local_device_count()), index + 1, np.float32),
+    )
+    for axis in ("local", "process"):
+        summed = jax.jit(
+            jax.shard_map(
+                lambda block, axis=axis: jax.lax.psum(block, axis),
+                mesh=mesh,
+                in_specs=P("process", "local"),
+                out_specs=P("process", "local"),
+            )
+        )
+        hlo = summed.lower(x).compile().as_text()
+        (line,) = [line for line in hlo.splitlines() if " all-reduce(" in line]
+        groups = line.split("replica_groups=")[1].split(", use_global")[0]
+        result = summed(x)
+        mine = sorted({float(s.data[0, 0]) for s in result.addressable_shards})
+        print(f"psum over {axis}: replica_groups={groups}; this process's blocks now hold {mine}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not join(args):
+        return 2
+    show_hybrid_mesh()
+    import jax
+
+    jax.distributed.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

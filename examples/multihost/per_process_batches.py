@@ -1,0 +1,100 @@
+"""Each process loads only its own slice of the global batch; JAX assembles the global array.
+
+    python -m spmd_guide.launch -n 2 --devices-per-process 4 \
+        examples/multihost/per_process_batches.py
+
+With --uneven, process 1 loads fewer rows than process 0, and the batch is refused with a
+message naming each process's count.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# Started as `python examples/multihost/per_process_batches.py`, this folder is on sys.path.
+from global_computation import join, parse_args
+
+GLOBAL_ROWS, WIDTH = 32, 3
+
+
+def dataset():
+    """The whole dataset, which every process could read, though each reads only its part."""
+    import numpy as np
+
+    return np.arange(GLOBAL_ROWS * WIDTH, dtype=np.float32).reshape(GLOBAL_ROWS, WIDTH)
+
+
+def assemble_batch(local, sharding):
+    """The global array made from every process's ``local`` rows, checked to be even first.
+
+    Raises:
+        ValueError: if the processes hold different numbers of rows; every process learns so,
+            instead of one building a different global shape and the others waiting for it.
+    """
+    import jax
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    counts = multihost_utils.process_allgather(np.int32(local.shape[0]))
+    if len(set(counts.tolist())) > 1:
+        held = ", ".join(f"process {i}: {n}" for i, n in enumerate(counts.tolist()))
+        raise ValueError(
+            f"every process must load the same number of rows, but they hold {held}; "
+            f"pad or drop rows so that each holds {min(counts)} (or the same larger count)"
+        )
+    return jax.make_array_from_process_local_data(sharding, local)
+
+
+def load_and_check(uneven: bool) -> int:
+    import jax
+    import numpy as np
+    from jax.experimental import multihost_utils
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    index, count = jax.process_index(), jax.process_count()
+    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    sharding = NamedSharding(mesh, P("data"))
+    per_process = GLOBAL_ROWS // count
+    mine = dataset()[index * per_process : (index + 1) * per_process]
+    if uneven and index == 1:
+        mine = mine[:-2]
+    first = index * per_process
+    print(f"process {index}: loaded rows {first} to {first + len(mine) - 1}")
+    try:
+        batch = assemble_batch(mine, sharding)
+    except ValueError as error:
+        print(f"process {index}: {error}")
+        return 1
+    # Or let JAX ask for exactly the blocks this process's devices hold.
+    loaded = []
+
+    def read_block(block_index):
+        loaded.append(block_index[0])
+        return dataset()[block_index]
+
+    same = jax.make_array_from_callback((GLOBAL_ROWS, WIDTH), sharding, read_block)
+    rows = sorted((s.start, s.stop) for s in loaded)
+    print(
+        f"process {index}: the callback read rows {rows[0][0]} to {rows[-1][1] - 1}, "
+        f"in {len(rows)} blocks"
+    )
+    # Check the assembly: gathered to every process, the batch is the whole dataset.
+    whole = multihost_utils.process_allgather(batch, tiled=True)
+    assert np.array_equal(whole, dataset())
+    assert np.array_equal(multihost_utils.process_allgather(same, tiled=True), dataset())
+    print(f"process {index}: global batch {jax.typeof(batch)}, equal to the whole dataset")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    raw = list(sys.argv[1:] if argv is None else argv)
+    uneven = "--uneven" in raw
+    args = parse_args([a for a in raw if a != "--uneven"])
+    if not join(args):
+        return 2
+    return load_and_check(uneven)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
