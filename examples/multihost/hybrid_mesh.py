@@ -10,10 +10,26 @@ the processes each group spans.
 
 from __future__ import annotations
 
+import os
 import sys
 
-# Started as `python examples/multihost/hybrid_mesh.py`, this folder is on sys.path.
-from global_computation import join, parse_args
+
+def join() -> None:
+    """Join the job: from the repository launcher's JAX_* variables, else from SLURM or MPI."""
+    import jax
+
+    def number(name: str) -> int | None:
+        value = os.environ.get(name)
+        return int(value) if value else None
+
+    # Cross-process collectives between CPU devices run over Gloo; ignored on GPUs and TPUs.
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    # JAX reads JAX_COORDINATOR_ADDRESS itself; left None, the rest come from a detected cluster.
+    jax.distributed.initialize(
+        num_processes=number("JAX_NUM_PROCESSES"),
+        process_id=number("JAX_PROCESS_ID"),
+        initialization_timeout=120,
+    )
 
 
 def show_hybrid_mesh() -> None:
@@ -57,10 +73,8 @@ def show_hybrid_mesh() -> None:
         print(f"psum over {axis}: replica_groups={groups}; this process's blocks now hold {mine}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if not join(args):
-        return 2
+def main() -> int:
+    join()
     show_hybrid_mesh()
     import jax
 

@@ -9,10 +9,27 @@ message naming each process's count.
 
 from __future__ import annotations
 
+import os
 import sys
 
-# Started as `python examples/multihost/per_process_batches.py`, this folder is on sys.path.
-from global_computation import join, parse_args
+
+def join() -> None:
+    """Join the job: from the repository launcher's JAX_* variables, else from SLURM or MPI."""
+    import jax
+
+    def number(name: str) -> int | None:
+        value = os.environ.get(name)
+        return int(value) if value else None
+
+    # Cross-process collectives between CPU devices run over Gloo; ignored on GPUs and TPUs.
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    # JAX reads JAX_COORDINATOR_ADDRESS itself; left None, the rest come from a detected cluster.
+    jax.distributed.initialize(
+        num_processes=number("JAX_NUM_PROCESSES"),
+        process_id=number("JAX_PROCESS_ID"),
+        initialization_timeout=120,
+    )
+
 
 GLOBAL_ROWS, WIDTH = 32, 3
 
@@ -87,13 +104,9 @@ def load_and_check(uneven: bool) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    raw = list(sys.argv[1:] if argv is None else argv)
-    uneven = "--uneven" in raw
-    args = parse_args([a for a in raw if a != "--uneven"])
-    if not join(args):
-        return 2
-    return load_and_check(uneven)
+def main() -> int:
+    join()
+    return load_and_check(uneven="--uneven" in sys.argv[1:])
 
 
 if __name__ == "__main__":
