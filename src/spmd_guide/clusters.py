@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from spmd_guide.environment import _child_environment, repository_root
+from spmd_guide.launch import free_port
 
 PROGRAMS = {
     "mpirun": "openmpi-bin",
@@ -239,7 +240,9 @@ def _job_environment(devices_per_process: int, slurm: dict[str, str]) -> dict[st
 def _slurm_conf(folder: Path, munge_socket: Path) -> str:
     host = socket.gethostname()
     user = pwd.getpwuid(os.geteuid()).pw_name
-    controller_port, node_port = _free_ports(2)
+    controller_port = node_port = free_port()
+    while node_port == controller_port:
+        node_port = free_port()
     return f"""\
 ClusterName=spmdguide
 SlurmctldHost={host}
@@ -268,17 +271,6 @@ AccountingStorageType=accounting_storage/none
 NodeName={host} CPUs={os.cpu_count() or 1} State=UNKNOWN
 PartitionName=local Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
 """
-
-
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def _node_state(env: dict[str, str]) -> str:
