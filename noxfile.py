@@ -58,6 +58,12 @@ os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
 os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
 
 
+def jax_env(devices: int) -> dict[str, str]:
+    """The environment of a session's JAX processes: ``devices`` CPU devices, and libtpu (which
+    compiles for TPU slices that are not attached) kept from warning that there is no TPU."""
+    return {**ENVIRONMENT.cpu_devices_env(devices), **ENVIRONMENT.COMPILE_ONLY_LIBTPU_ENV}
+
+
 def install(session: nox.Session, *groups: str, locked: bool = True, project: bool = True) -> None:
     """Install the project (unless `project` is false) and the named dependency groups, at the
     locked versions unless `locked` is false (then at the newest releases the index serves).
@@ -102,7 +108,7 @@ def run_tests(session: nox.Session) -> None:
         spread = ["-n", "auto", "--dist", "loadfile"]
         if count != ENVIRONMENT.DEFAULT_DEVICE_COUNT:
             spread = []
-        env = {**ENVIRONMENT.cpu_devices_env(count), **cache}
+        env = {**jax_env(count), **cache}
         # The launcher tests need Open MPI, SLURM and root: `nox -s launchers` runs them.
         session.run("pytest", "-m", "not launchers", *spread, *session.posargs, env=env)
 
@@ -126,7 +132,7 @@ def build_docs(
         "docs",
         str(out / "html"),
         *args,
-        env={**ENVIRONMENT.cpu_devices_env(ENVIRONMENT.DEFAULT_DEVICE_COUNT), **(env or {})},
+        env={**jax_env(ENVIRONMENT.DEFAULT_DEVICE_COUNT), **(env or {})},
     )
 
 
@@ -257,7 +263,7 @@ def docs_live(session: nox.Session) -> None:
         "docs",
         str(DOCS_BUILD / "html"),
         *session.posargs,
-        env=ENVIRONMENT.cpu_devices_env(ENVIRONMENT.DEFAULT_DEVICE_COUNT),
+        env=jax_env(ENVIRONMENT.DEFAULT_DEVICE_COUNT),
     )
 
 

@@ -18,6 +18,45 @@ COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute
 # An HLO instruction reads `%name = type op(operands)`; an async collective appears as a
 # `-start`/`-done` pair, of which the `-start` is counted.
 _OP = re.compile(r"=\s*[^=]*?\s(" + "|".join(COLLECTIVES) + r")(?:-start)?\(")
+_CHANNEL = re.compile(r"\bchannel_id=(\d+)")
+# TPU's compiler writes a reduce-scatter as a fusion whose computation, named all-reduce-scatter,
+# all-reduces and keeps this device's slice; it runs as one reduce-scatter.
+_REDUCE_SCATTER_COMPUTATION = "all-reduce-scatter"
+_FUSION_CALLS = re.compile(r"\sfusion\(.*?\bcalls=%([\w.\-]+)")
+
+
+def _collective_lines(text: str) -> list[tuple[str, str, str]]:
+    """Each collective of a compiled program once, as ``(op, instruction line, computation)``.
+
+    TPU's compiler may split one collective into an asynchronous start, continuations and a
+    done, fusions that each hold a copy of the collective under its channel id: such copies
+    inside fusions are listed once. (Outside fusions a channel id is not unique: two ``psum`` s
+    of one ``shard_map`` may share one.) An all-reduce inside TPU's all-reduce-scatter fusion is
+    listed as a ``reduce-scatter``.
+    """
+    fused = set(_FUSION_CALLS.findall(text))
+    found: list[tuple[str, str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    computation = ""
+    for line in text.splitlines():
+        header = _COMPUTATION.match(line)
+        if header:
+            computation = header.group(1)
+            continue
+        match = _OP.search(line)
+        if not match:
+            continue
+        op = match.group(1)
+        if op == "all-reduce" and computation.startswith(_REDUCE_SCATTER_COMPUTATION):
+            op = "reduce-scatter"
+        channel = _CHANNEL.search(line)
+        if channel and computation in fused:
+            key = (op, channel.group(1))
+            if key in seen:
+                continue
+            seen.add(key)
+        found.append((op, line, computation))
+    return found
 
 
 def bytes_per_device(tree: Any) -> dict[int, int]:
@@ -57,6 +96,10 @@ def total_bytes(tree: Any) -> int:
 def count_collectives(compiled: Any) -> dict[str, int]:
     """How many of each collective a compiled program contains.
 
+    Reads the CPU's and the TPU's compiled programs alike: a collective that TPU's compiler
+    splits into an asynchronous start, continuations and a done counts once, and its
+    all-reduce-scatter fusion counts as a reduce-scatter.
+
     Args:
         compiled: the result of ``jax.jit(f).lower(...).compile()``, or its ``as_text()``.
 
@@ -64,7 +107,7 @@ def count_collectives(compiled: Any) -> dict[str, int]:
         A count for every name in :data:`COLLECTIVES`, zeros included.
     """
     text = compiled if isinstance(compiled, str) else compiled.as_text()
-    found = Counter(match.group(1) for match in _OP.finditer(text))
+    found = Counter(op for op, _, _ in _collective_lines(text))
     return {name: found.get(name, 0) for name in COLLECTIVES}
 
 
@@ -255,12 +298,18 @@ def collectives_by_axis(compiled: Any, mesh: jax.sharding.Mesh) -> list[Collecti
     text = compiled if isinstance(compiled, str) else compiled.as_text()
     position = {device.id: index for index, device in np.ndenumerate(np.asarray(mesh.devices))}
     found = []
-    for line in text.splitlines():
+    for op, line, computation in _collective_lines(text):
         match = _COLLECTIVE_LINE.search(line)
-        if not match:
-            continue
-        shapes = tuple(re.findall(r"\w+\[[\d,]*\]", match.group("type")))
-        found.append(Collective(match.group("op"), _axes(line, mesh, position), shapes))
+        assert match is not None
+        produced = match.group("type")
+        if op != match.group("op"):
+            # A reduce-scatter written as a fusion: what it produces is the fusion's result.
+            caller = re.search(
+                r"=\s*(\S+)\s+fusion\(.*calls=%" + re.escape(computation) + r"\b", text
+            )
+            produced = caller.group(1) if caller else produced
+        shapes = tuple(re.findall(r"\w+\[[\d,]*\]", produced))
+        found.append(Collective(op, _axes(line, mesh, position), shapes))
     return found
 
 

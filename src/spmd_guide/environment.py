@@ -29,6 +29,20 @@ def cpu_devices_env(count: int) -> dict[str, str]:
     return {"JAX_PLATFORMS": "cpu", DEVICE_COUNT_VARIABLE: str(count)}
 
 
+COMPILE_ONLY_LIBTPU_ENV = {
+    "TPU_ACCELERATOR_TYPE": "v5litepod-8",
+    "TPU_WORKER_HOSTNAMES": "localhost",
+    "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",
+}
+"""Variables for libtpu started only to compile for TPU slices that are described, not attached.
+
+Without them libtpu warns that it cannot find out which TPU this machine has and which hosts it
+works with (a slice's own description names its chips, so the values change nothing it
+compiles), and it takes ``/tmp/libtpu_lockfile``, a lock that guards a real TPU's chips, so that
+a second process (a parallel docs build, pytest-xdist) fails to start it.
+"""
+
+
 COMPILATION_CACHE_PREFIXES = ("JAX_COMPILATION_CACHE_", "JAX_PERSISTENT_CACHE_")
 """Beginnings of the JAX settings that say where compiled programs are kept, not what a program
 computes; :func:`environment_without_jax_settings` keeps them."""

@@ -4,7 +4,8 @@
 :class:`ResidualMLP` for abstract inputs (``jax.ShapeDtypeStruct`` with shardings): nothing
 the size of the model is ever allocated, so a billion-parameter model compiles for 64 CPU
 devices in seconds. ``python -m spmd_guide.memory`` is the child process that
-``in_child_process=True`` starts.
+``in_child_process=True`` starts. With ``topology=`` the step is compiled by the TPU compiler
+for a TPU slice that is described, not attached (:mod:`spmd_guide.tpu`), in this process.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -75,10 +77,12 @@ class MemoryEstimate:
     is what the gradients take laid out like the parameters, as the update consumes them; inside
     the compiled step they are transient, part of ``temporary_bytes``. The compiler's figures
     (``argument_bytes``, ``output_bytes``, ``alias_bytes``, ``temporary_bytes``) come from
-    ``memory_analysis()`` of the step compiled for this machine's backend; ``temporary_bytes``
-    is that compiler's plan, and another backend's compiler plans differently.
+    ``memory_analysis()`` of the step compiled by ``compiler`` (``"cpu"``, or a TPU topology
+    such as ``"v5e:2x4"``); ``temporary_bytes`` is that compiler's plan, and another compiler
+    plans differently.
     """
 
+    compiler: str
     strategy: str
     mesh_shape: tuple[int, int]
     batch_size: int
@@ -164,6 +168,7 @@ def estimate_training_memory(
     data: int = 1,
     model_axis: int = 1,
     in_child_process: bool = False,
+    topology: str | None = None,
 ) -> MemoryEstimate:
     """Compile one Adam training step of ``model`` for abstract inputs and measure it per device.
 
@@ -176,14 +181,30 @@ def estimate_training_memory(
             devices, for a mesh larger than this process has devices for. Nothing is executed,
             so CPU devices can stand in for any accelerator's; only ``temporary_bytes`` is
             particular to the CPU compiler.
+        topology: compile with the TPU compiler for this TPU slice instead (e.g. ``"v5e:2x4"``,
+            ``"v5e:16x16"``), whose chips must number ``data * model_axis``; no child process
+            is needed, whatever the slice's size.
 
     Raises:
+        jax.errors.JaxRuntimeError: with ``RESOURCE_EXHAUSTED`` in its message, if the TPU
+            compiler finds that the step does not fit in a chip's memory.
+        spmd_guide.tpu.TpuCompilerUnavailable: if ``topology`` is given without libtpu.
         ValueError: if the strategy is unknown, it uses an axis it has no use for, a mesh axis
             does not divide the dimension it splits, or the mesh needs more devices than this
             process has (the message names ``in_child_process=True``).
     """
     _check_layout(model, strategy, data, model_axis, batch_size)
     devices = data * model_axis
+    if topology is not None:
+        from spmd_guide import tpu
+
+        chips = tpu.compile_only_devices(topology)
+        if len(chips) != devices:
+            raise ValueError(
+                f"a {data} x {model_axis} mesh needs {devices} devices, and {topology!r} has "
+                f"{len(chips)} chips; choose axis sizes that multiply to {len(chips)}"
+            )
+        return _estimate_here(model, strategy, batch_size, data, model_axis, topology, chips)
     if in_child_process:
         return _estimate_in_child(model, strategy, batch_size, data, model_axis)
 
@@ -193,17 +214,25 @@ def estimate_training_memory(
             f"{jax.device_count()}; pass in_child_process=True to compile in a new process "
             f"with {devices} CPU devices"
         )
-    return _estimate_here(model, strategy, batch_size, data, model_axis)
+    return _estimate_here(
+        model, strategy, batch_size, data, model_axis, "cpu", jax.devices()[:devices]
+    )
 
 
 def _estimate_here(
-    model: ResidualMLP, strategy: str, batch_size: int, data: int, model_axis: int
+    model: ResidualMLP,
+    strategy: str,
+    batch_size: int,
+    data: int,
+    model_axis: int,
+    compiler: str,
+    devices: Sequence[jax.Device],
 ) -> MemoryEstimate:
     mesh = jax.make_mesh(
         (data, model_axis),
         MESH_AXES,
         axis_types=(AxisType.Auto, AxisType.Auto),
-        devices=jax.devices()[: data * model_axis],
+        devices=devices,
     )
     up, down = {
         "dp": (P(), P()),
@@ -260,6 +289,7 @@ def _estimate_here(
         )
     param_bytes = _shard_bytes(params)
     return MemoryEstimate(
+        compiler=compiler,
         strategy=strategy,
         mesh_shape=(data, model_axis),
         batch_size=batch_size,
