@@ -161,3 +161,28 @@ def test_a_child_process_compiles_for_more_devices_than_this_one_has():
 def test_the_child_entry_point_explains_its_usage(capsys):
     assert _main([]) == 2
     assert "in_child_process=True" in capsys.readouterr().err
+
+
+@pytest.mark.once
+def test_the_tpu_compiler_plans_a_whole_pod_in_this_process():
+    estimate = estimate_training_memory(
+        SMALL, "fsdp", batch_size=256, data=64, model_axis=1, topology="v5e:8x8"
+    )
+    assert estimate.compiler == "v5e:8x8"
+    assert estimate.mesh_shape == (64, 1)
+    assert estimate.parameter_bytes == closed_form_parameter_bytes(SMALL, 64)
+
+
+@pytest.mark.once
+def test_the_tpu_compiler_refuses_a_step_larger_than_a_chip():
+    big = ResidualMLP(depth=30, width=2048, hidden=8192)  # 12 GiB of state per chip unsplit
+    with pytest.raises(jax.errors.JaxRuntimeError, match=r"RESOURCE_EXHAUSTED"):
+        estimate_training_memory(big, "dp", batch_size=4096, data=8, topology="v5e:2x4")
+    split = estimate_training_memory(big, "fsdp", batch_size=4096, data=8, topology="v5e:2x4")
+    assert split.fits(16e9)
+
+
+@pytest.mark.once
+def test_a_mesh_that_is_not_the_slice_is_refused_with_its_chip_count():
+    with pytest.raises(ValueError, match=r"'v5e:2x4' has 8 chips"):
+        estimate_training_memory(SMALL, "fsdp", batch_size=64, data=4, topology="v5e:2x4")
