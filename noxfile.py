@@ -280,9 +280,12 @@ def browser(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Time the practice checker, docs builds, `nox -s tests` and a no-change `nox -s docs`."""
+    """Time the practice checker, TPU compiles, docs builds, `nox -s tests` and a no-change docs."""
     install(session, "docs", "test")
     session.run("python", "benchmarks/practice_check.py")
+    session.run(
+        "python", "benchmarks/tpu_compile.py", env=jax_env(ENVIRONMENT.DEFAULT_DEVICE_COUNT)
+    )
     session.run("python", "benchmarks/docs_build.py", *session.posargs)
     session.run("python", "benchmarks/developer_loop.py")
 
