@@ -18,6 +18,7 @@ sys.path.insert(0, str(EXTENSIONS))
 
 import api_signatures  # noqa: E402
 import hosting  # noqa: E402
+import kernel_environment  # noqa: E402
 import sharding_pictures  # noqa: E402
 import source_downloads  # noqa: E402
 
@@ -183,3 +184,14 @@ def test_the_site_and_repository_addresses_come_from_pyproject(tmp_path):
 def test_a_build_without_a_public_address_stops_and_says_where_to_set_it(tmp_path, urls):
     with pytest.raises(ConfigError, match=r"\[project.urls\] (Documentation|Repository) must be"):
         hosting.site_urls(_pyproject(tmp_path, urls))
+
+
+def test_a_build_without_the_tpu_compiler_stops_at_once_and_says_why(monkeypatch):
+    real = kernel_environment.importlib.util.find_spec
+    monkeypatch.setattr(
+        kernel_environment.importlib.util,
+        "find_spec",
+        lambda name, *rest: None if name == "libtpu" else real(name, *rest),
+    )
+    with pytest.raises(ConfigError, match=r"libtpu, the TPU compiler, which is not installed"):
+        kernel_environment._prepare_kernels(object(), object())
