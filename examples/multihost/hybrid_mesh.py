@@ -11,6 +11,7 @@ the processes each group spans.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 
@@ -66,7 +67,8 @@ def show_hybrid_mesh() -> None:
             )
         )
         hlo = summed.lower(x).compile().as_text()
-        (line,) = [line for line in hlo.splitlines() if " all-reduce(" in line]
+        # GPUs and TPUs run it asynchronously, as an all-reduce-start and its done.
+        (line,) = [x for x in hlo.splitlines() if re.search(r" all-reduce(-start)?\(", x)]
         groups = line.split("replica_groups=")[1].split(", use_global")[0]
         result = summed(x)
         mine = sorted({float(s.data[0, 0]) for s in result.addressable_shards})
