@@ -68,7 +68,7 @@ def show_hybrid_mesh() -> None:
         )
         hlo = summed.lower(x).compile().as_text()
         # GPUs and TPUs run it asynchronously, as an all-reduce-start and its done.
-        (line,) = [x for x in hlo.splitlines() if re.search(r" all-reduce(-start)?\(", x)]
+        (line,) = [op for op in hlo.splitlines() if re.search(r" all-reduce(-start)?\(", op)]
         groups = line.split("replica_groups=")[1].split(", use_global")[0]
         result = summed(x)
         mine = sorted({float(s.data[0, 0]) for s in result.addressable_shards})
