@@ -208,6 +208,18 @@ def test_every_printed_form_of_replica_groups_is_read(grid):
     assert collectives_by_axis(across, grid)[0].axes == ("rows",)
 
 
+def test_an_axis_of_size_one_left_out_of_the_printed_mesh_does_not_shift_the_names(cpu_devices):
+    n = len(cpu_devices)
+    if n < 2:
+        pytest.skip("needs a model axis of more than one device")
+    flat = make_mesh((1, n), ("data", "model"), axis_types="auto")
+    by_name = f"replica_groups=mesh['model'={n}] {{'model'}}"
+    by_position = f"replica_groups=mesh['axis_0'={n}] {{'axis_0'}}"
+    for form in (by_name, by_position):
+        line = f"  %ar = f32[3]{{0}} all-reduce(%p), channel_id=1, {form}, to_apply=%add"
+        assert collectives_by_axis(line, flat)[0].axes == ("model",), form
+
+
 def test_groups_naming_devices_outside_the_mesh_are_refused(grid):
     line = "  %ar = f32[3]{0} all-reduce(%p), replica_groups={{0,99}}, to_apply=%add"
     with pytest.raises(ValueError, match="not in the mesh"):

@@ -46,7 +46,7 @@ def test_a_v5e_slice_has_eight_chips_with_coordinates():
     ]
 
 
-def test_make_mesh_orders_a_slice_as_a_ring_of_neighbours():
+def test_make_mesh_orders_a_v5e_slice_by_jaxs_table_for_8_chips():
     mesh = tpu.tpu_mesh("v5e:2x4", (2, 4), ("data", "model"))
     assert mesh.device_ids.tolist() == [[0, 1, 2, 3], [7, 6, 5, 4]]
     assert mesh.axis_types == (AxisType.Explicit, AxisType.Explicit)

@@ -318,12 +318,18 @@ def _axes(
 ) -> tuple[str, ...]:
     by_name = _MESH_GROUPS.search(line)
     if by_name:
-        # XLA may print the axes by the mesh's names or by position, as axis_0, axis_1, ...
+        # XLA may print the axes by the mesh's names or by position, as axis_0, axis_1, ...,
+        # and it may leave out axes of size 1.
         printed = [axis.split("=")[0].strip("'") for axis in by_name.group("axes").split(",")]
         over = {
             name.strip().strip("'") for name in by_name.group("over").split(",") if name.strip()
         }
-        return tuple(mesh.axis_names[i] for i, name in enumerate(printed) if name in over)
+        if set(printed) <= set(mesh.axis_names):
+            return tuple(name for name in mesh.axis_names if name in over)
+        named = list(mesh.axis_names)
+        if len(printed) != len(named):
+            named = [name for name in named if mesh.shape[name] > 1]
+        return tuple(named[i] for i, name in enumerate(printed) if name in over)
     iota = _IOTA_GROUPS.search(line)
     if iota:
         dims = [int(d) for d in iota.group("dims").split(",")]
