@@ -7,6 +7,7 @@ import pytest
 from flax import nnx
 from jax.sharding import AxisType
 
+from spmd_guide import tpu
 from spmd_guide.analysis import COLLECTIVES
 from spmd_guide.comparison import markdown_table, measure_strategy
 
@@ -100,9 +101,57 @@ def test_the_table_has_a_row_per_measurement(mesh, data):
     m = measure("dp", mesh, data, steps=1)
     table = markdown_table([m, m]).splitlines()
     assert len(table) == 4
-    assert table[0].split(" | ")[-len(COLLECTIVES) :][0] == COLLECTIVES[0]
     assert table[2].startswith(f"| dp | ({mesh.size},) | {m.param_bytes:,} B | 100.0% |")
     assert f"{m.temporary_bytes:,} B" in table[2]
+
+
+def test_the_table_has_no_column_for_a_collective_no_step_contains(mesh, data):
+    dp, fsdp = measure("dp", mesh, data, steps=1), measure("fsdp", mesh, data, steps=1)
+    header = markdown_table([dp, fsdp]).splitlines()[0].strip("| ").split(" | ")
+    present = [name for name in COLLECTIVES if dp.collectives[name] or fsdp.collectives[name]]
+    assert header[header.index("temporaries / device") + 1 :] == present
+    assert "all-to-all" not in header and "collective-permute" not in header
+
+
+tpu_compiler = pytest.mark.skipif(not tpu.libtpu_installed(), reason="libtpu is not installed")
+
+
+@pytest.mark.once
+@tpu_compiler
+def test_the_step_is_also_compiled_for_a_tpu_slice(mesh, data):
+    fsdp = measure("fsdp", mesh, data, steps=1, tpu_topology="v5e:2x4")
+    assert fsdp.tpu_topology == "v5e:2x4"
+    assert fsdp.tpu_temporary_bytes is not None and fsdp.tpu_temporary_bytes >= 0
+    # Both compilers must bring the split kernel together before the first matmul.
+    assert fsdp.tpu_collectives is not None
+    assert fsdp.tpu_collectives["all-gather"] > 0 and fsdp.collectives["all-gather"] > 0
+    header, _, row = (line.strip("| ").split(" | ") for line in markdown_table([fsdp]).splitlines())
+    assert header[5:8] == [
+        "temporaries / device, CPU",
+        "temporaries / device, TPU",
+        "all-reduce, CPU / TPU",
+    ]
+    assert row[6] == f"{fsdp.tpu_temporary_bytes:,} B"
+    cells = dict(zip(header, row, strict=True))
+    gathers = fsdp.collectives["all-gather"], fsdp.tpu_collectives["all-gather"]
+    assert cells["all-gather, CPU / TPU"] == "{} / {}".format(*gathers)
+
+
+@pytest.mark.once
+@tpu_compiler
+def test_measurements_for_different_slices_make_no_table(mesh, data):
+    on_tpu = measure("dp", mesh, data, steps=1, tpu_topology="v5e:2x4")
+    here_only = measure("dp", mesh, data, steps=1)
+    with pytest.raises(ValueError, match="measure them all with the same tpu_topology"):
+        markdown_table([on_tpu, here_only])
+
+
+@pytest.mark.once
+@tpu_compiler
+def test_a_slice_with_another_number_of_chips_is_refused(data, cpu_devices):
+    four = jax.make_mesh((4,), ("data",), axis_types=(AxisType.Auto,), devices=cpu_devices[:4])
+    with pytest.raises(ValueError, match="multiply to 8"):
+        measure("dp", four, data, steps=1, tpu_topology="v5e:2x4")
 
 
 def test_a_batch_that_does_not_divide_over_data_is_refused(mesh, data):

@@ -1,7 +1,9 @@
 """Measuring sharding strategies side by side: memory per device, collectives and loss.
 
 The model, its sharded creation and the training step are the lesson, so they are written on
-the guide's page and passed in; this module only measures them.
+the guide's page and passed in; this module only measures them. The training step runs on this
+machine's devices; it can also be compiled, not run, for a TPU slice (see :mod:`spmd_guide.tpu`),
+so that the TPU compiler's collectives and temporaries stand beside this build's.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from spmd_guide import tpu
 from spmd_guide.analysis import COLLECTIVES, bytes_per_device, count_collectives, total_bytes
 
 
@@ -24,7 +27,9 @@ class StrategyMeasurement:
     """What one strategy on one mesh cost, measured on this machine's devices.
 
     ``param_bytes`` and ``optimizer_bytes`` are the largest over the devices, read from the
-    shards of the live arrays: they are what the arrays store, the same on every backend.
+    shards of the live arrays as elements times bytes per element. The shard shapes are the same
+    on every backend; the memory a device sets aside for them need not be (a TPU pads each array
+    to whole tiles of its layout).
     ``temporary_bytes`` is the compiled training step's scratch memory per device, as this
     backend's compiler planned it (``memory_analysis().temp_size_in_bytes``): another backend's
     compiler plans differently. ``total_param_bytes`` counts the model's parameters once.
@@ -38,6 +43,9 @@ class StrategyMeasurement:
     total_param_bytes: int
     collectives: dict[str, int]
     losses: tuple[float, ...]
+    tpu_topology: str | None = None
+    tpu_temporary_bytes: int | None = None
+    tpu_collectives: dict[str, int] | None = None
 
     @property
     def param_share(self) -> float:
@@ -55,6 +63,7 @@ def measure_strategy(
     *,
     steps: int = 10,
     batch_size: int = 256,
+    tpu_topology: str | None = None,
 ) -> StrategyMeasurement:
     """Create a sharded model with ``create()``, measure it, and train it for ``steps`` steps.
 
@@ -65,10 +74,15 @@ def measure_strategy(
         train_step: an ``nnx.jit`` function ``(model, optimizer, x, y) -> loss`` that updates
             the model and optimizer in place.
         x, y: the training data; batches of ``batch_size`` are taken from it in turn.
+        tpu_topology: a TPU slice, such as ``"v5e:2x4"``, with as many chips as ``mesh`` has
+            devices: the step is also compiled for it (not run), on a mesh of the same axes.
 
     Raises:
-        ValueError: if ``x`` and ``y`` differ in length, the data is shorter than one batch, or
-            the batch does not divide over the ``"data"`` axis.
+        ValueError: if ``x`` and ``y`` differ in length, the data is shorter than one batch, the
+            batch does not divide over the ``"data"`` axis, or the TPU slice has a different
+            number of chips from the mesh.
+        spmd_guide.tpu.TpuCompilerUnavailable: if ``tpu_topology`` is given and libtpu is not
+            installed.
     """
     if len(x) != len(y):
         raise ValueError(f"x has {len(x)} examples but y has {len(y)}; give one label each")
@@ -91,6 +105,16 @@ def measure_strategy(
 
     params = nnx.state(model, nnx.Param)
     compiled = train_step.lower(model, optimizer, *place(0)).compile()
+    on_tpu: dict[str, Any] = {}
+    if tpu_topology is not None:
+        tpu_compiled = tpu.compile_like(
+            train_step, model, optimizer, *place(0), topology=tpu_topology, mesh=mesh
+        )
+        on_tpu = dict(
+            tpu_topology=tpu_topology,
+            tpu_temporary_bytes=tpu_compiled.memory_analysis().temp_size_in_bytes,
+            tpu_collectives=count_collectives(tpu_compiled),
+        )
     measurement = dict(
         strategy=strategy,
         mesh_shape=tuple(mesh.shape.values()),
@@ -105,20 +129,43 @@ def measure_strategy(
         float(train_step(model, optimizer, *place((i % batches) * batch_size)))
         for i in range(steps)
     ]
-    return StrategyMeasurement(**measurement, losses=tuple(losses))
+    return StrategyMeasurement(**measurement, **on_tpu, losses=tuple(losses))
 
 
 def markdown_table(measurements: Sequence[StrategyMeasurement]) -> str:
-    """The measurements as a Markdown table, one row each."""
-    header = [
-        "strategy",
-        "mesh",
-        "params / device",
-        "share",
-        "optimizer / device",
-        "temporaries / device",
-        *COLLECTIVES,
+    """The measurements as a Markdown table, one row each.
+
+    A collective that no measurement contains has no column. When the measurements were also
+    compiled for a TPU slice, the temporaries have a column per compiler and each collective's
+    cell reads ``CPU / TPU``, this machine's count first.
+
+    Raises:
+        ValueError: if some measurements were compiled for a TPU slice and others were not, or
+            for different slices: their columns would not compare like with like.
+    """
+    topologies = {m.tpu_topology for m in measurements}
+    if len(topologies) > 1:
+        raise ValueError(
+            "measurements compiled for different TPU slices (or some for none): "
+            f"{sorted(map(str, topologies))}; measure them all with the same tpu_topology"
+        )
+    on_tpu = topologies != {None}
+    present = [
+        name
+        for name in COLLECTIVES
+        if any(
+            m.collectives[name] or (m.tpu_collectives and m.tpu_collectives[name])
+            for m in measurements
+        )
     ]
+    # Every measurement ran on jax.devices(), the default backend's.
+    here = jax.default_backend().upper()
+    header = ["strategy", "mesh", "params / device", "share", "optimizer / device"]
+    if on_tpu:
+        header += [f"temporaries / device, {here}", "temporaries / device, TPU"]
+        header += [f"{name}, {here} / TPU" for name in present]
+    else:
+        header += ["temporaries / device", *present]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for m in measurements:
         cells = [
@@ -128,7 +175,11 @@ def markdown_table(measurements: Sequence[StrategyMeasurement]) -> str:
             f"{m.param_share:.1%}",
             f"{m.optimizer_bytes:,} B",
             f"{m.temporary_bytes:,} B",
-            *(str(m.collectives[name]) for name in COLLECTIVES),
         ]
+        if m.tpu_collectives is not None:
+            cells.append(f"{m.tpu_temporary_bytes:,} B")
+            cells += [f"{m.collectives[name]} / {m.tpu_collectives[name]}" for name in present]
+        else:
+            cells += [str(m.collectives[name]) for name in present]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
