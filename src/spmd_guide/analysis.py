@@ -124,12 +124,29 @@ def collectives_per_step(compiled: Any) -> dict[str, int]:
 
     :func:`count_collectives` counts the operations written in the program; a collective inside
     a loop (``jax.lax.scan``, ``fori_loop``) is written once but runs on every iteration. This
-    multiplies each collective by the trip counts of the loops around it.
+    multiplies each collective by the trip counts of the loops around it. It reads the CPU's and
+    the TPU's programs alike (see :func:`count_collectives`).
 
     Raises:
         ValueError: if a loop holding a collective has no trip count known at compile time.
     """
     text = compiled if isinstance(compiled, str) else compiled.as_text()
+    runs = _runs_per_call(text)
+    counts: Counter[str] = Counter()
+    for op, line, computation in _collective_lines(text):
+        times = runs.get(computation, 0)
+        if times is None:
+            raise ValueError(
+                f"a {op} ({line.split('=')[0].strip()}) is in a loop whose trip count is not "
+                "known at compile time; count it with count_collectives and multiply by the "
+                "iterations yourself"
+            )
+        counts[op] += times
+    return {name: counts.get(name, 0) for name in COLLECTIVES}
+
+
+def _computations(text: str) -> tuple[str, dict[str, list[str]]]:
+    """The ENTRY computation's name, and every computation's instruction lines by name."""
     bodies: dict[str, list[str]] = {}
     entry = None
     current = None
@@ -147,52 +164,53 @@ def collectives_per_step(compiled: Any) -> dict[str, int]:
                 bodies[current].append(line)
     if entry is None:
         raise ValueError("no ENTRY computation found: pass a compiled program or its as_text()")
+    return entry, bodies
 
-    counts: Counter[str] = Counter()
 
-    def visit(name: str, times: int) -> None:
+# A TPU program leaves a loop's trip count in its condition: the counter compared with a constant.
+_S32_CONSTANT = re.compile(r"s32\[\]\S*\s+constant\((\d+)\)")
+
+
+def _trip_count(line: str, bodies: dict[str, list[str]]) -> int | None:
+    """The trip count of the ``while`` instruction ``line``, if the program states it."""
+    known = _TRIP_COUNT.search(line)
+    if known:
+        return int(known.group(1))
+    condition = re.search(r"\bcondition=%([\w.\-]+)", line)
+    bounds = (
+        {int(n) for text in bodies.get(condition.group(1), ()) for n in _S32_CONSTANT.findall(text)}
+        if condition
+        else set()
+    )
+    return bounds.pop() if len(bounds) == 1 else None
+
+
+def _runs_per_call(text: str) -> dict[str, int | None]:
+    """How many times each computation runs in one call of the program (``None``: in a loop
+    whose trip count is not known). A loop's body runs once per trip, its condition once more."""
+    entry, bodies = _computations(text)
+    runs: dict[str, int | None] = {}
+
+    def visit(name: str, times: int | None, seen: frozenset[str]) -> None:
+        if name in seen:
+            return
+        before = runs.get(name, 0)
+        runs[name] = None if before is None or times is None else before + times
         for line in bodies.get(name, ()):
-            op = _OP.search(line)
-            if op:
-                counts[op.group(1)] += times
             loop = " while(" in line
-            found = _TRIP_COUNT.search(line) if loop else None
+            trips = _trip_count(line, bodies) if loop else 1
             for called in _CALLED.finditer(line):
-                callees = [c.strip().lstrip("%") for c in called.group(1).split(",")]
-                repeats = 1
+                repeats: int | None = 1
                 if loop:
-                    if found is None:
-                        if any(_holds_collective(c, bodies) for c in callees):
-                            raise ValueError(
-                                f"loop {line.split('=')[0].strip()} holds a collective but its "
-                                "trip count is not known at compile time; count it with "
-                                "count_collectives and multiply by the iterations yourself"
-                            )
-                        continue
-                    # The condition runs once more than the body: the test that ends the loop.
-                    trips = int(found.group(1))
-                    repeats = trips if called.group(0).startswith("body=") else trips + 1
-                for callee in callees:
-                    visit(callee, times * repeats)
+                    repeats = None if trips is None else trips
+                    if trips is not None and called.group(0).startswith("condition="):
+                        repeats = trips + 1
+                for callee in called.group(1).split(","):
+                    inner = None if times is None or repeats is None else times * repeats
+                    visit(callee.strip().lstrip("%"), inner, seen | {name})
 
-    visit(entry, 1)
-    return {name: counts.get(name, 0) for name in COLLECTIVES}
-
-
-def _holds_collective(
-    name: str, bodies: dict[str, list[str]], seen: frozenset[str] = frozenset()
-) -> bool:
-    """Whether computation ``name``, or anything it calls, contains a collective."""
-    if name in seen:
-        return False
-    for line in bodies.get(name, ()):
-        if _OP.search(line):
-            return True
-        for called in _CALLED.finditer(line):
-            for callee in called.group(1).split(","):
-                if _holds_collective(callee.strip().lstrip("%"), bodies, seen | {name}):
-                    return True
-    return False
+    visit(entry, 1, frozenset())
+    return runs
 
 
 @dataclass(frozen=True)
@@ -266,6 +284,9 @@ class Collective:
     shapes: tuple[str, ...]
     """The per-device shapes it produces, e.g. ``("f32[4,32,64]",)``; several when XLA combined
     collectives into one."""
+    runs: int | None = 1
+    """How many times one call of the program runs it: more than once in a loop's body, ``None``
+    in a loop whose trip count the program does not state."""
 
 
 _COLLECTIVE_LINE = re.compile(
@@ -297,6 +318,7 @@ def collectives_by_axis(compiled: Any, mesh: jax.sharding.Mesh) -> list[Collecti
     """
     text = compiled if isinstance(compiled, str) else compiled.as_text()
     position = {device.id: index for index, device in np.ndenumerate(np.asarray(mesh.devices))}
+    runs = _runs_per_call(text) if "ENTRY" in text else {}
     found = []
     for op, line, computation in _collective_lines(text):
         match = _COLLECTIVE_LINE.search(line)
@@ -309,7 +331,8 @@ def collectives_by_axis(compiled: Any, mesh: jax.sharding.Mesh) -> list[Collecti
             )
             produced = caller.group(1) if caller else produced
         shapes = tuple(re.findall(r"\w+\[[\d,]*\]", produced))
-        found.append(Collective(op, _axes(line, mesh, position), shapes))
+        times = runs.get(computation, 1) if runs else 1
+        found.append(Collective(op, _axes(line, mesh, position), shapes, times))
     return found
 
 
