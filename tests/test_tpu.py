@@ -14,7 +14,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from spmd_guide import make_mesh, tpu
-from spmd_guide.analysis import collectives_by_axis, count_collectives
+from spmd_guide.analysis import collectives_by_axis, collectives_per_step, count_collectives
 from spmd_guide.environment import COMPILE_ONLY_LIBTPU_ENV, run_python
 
 pytestmark = pytest.mark.once
@@ -161,3 +161,22 @@ def test_without_lifting_its_lock_a_second_process_cannot_start_libtpu(monkeypat
             holder.kill()
     assert second.returncode != 0
     assert "libtpu_lockfile" in second.stderr
+
+
+def test_a_collective_in_a_tpu_loop_counts_once_per_trip():
+    mesh = tpu.tpu_mesh("v5e:2x4", (8,), ("data",))
+
+    def summed_five_times(x):
+        def body(_, carry):
+            return carry + jax.lax.psum(carry, "data")
+
+        return jax.lax.fori_loop(0, 5, body, x)
+
+    program = jax.jit(
+        jax.shard_map(summed_five_times, mesh=mesh, in_specs=P("data"), out_specs=P("data"))
+    )
+    x = jax.ShapeDtypeStruct((8 * 128,), jnp.float32, sharding=NamedSharding(mesh, P("data")))
+    compiled = program.lower(x).compile()
+    assert count_collectives(compiled)["all-reduce"] == 1
+    assert collectives_per_step(compiled)["all-reduce"] == 5
+    assert [c.runs for c in collectives_by_axis(compiled, mesh)] == [5]
