@@ -285,8 +285,8 @@ class Collective:
     """The per-device shapes it produces, e.g. ``("f32[4,32,64]",)``; several when XLA combined
     collectives into one."""
     runs: int | None = 1
-    """How many times one call of the program runs it: more than once in a loop's body, ``None``
-    in a loop whose trip count the program does not state."""
+    """How many times one call of the program runs it (more than once in a loop's body), or
+    ``None`` in a loop whose trip count the program does not state."""
 
 
 _COLLECTIVE_LINE = re.compile(
