@@ -38,8 +38,9 @@ COMPILE_ONLY_LIBTPU_ENV = {
 
 Without them libtpu warns that it cannot find out which TPU this machine has and which hosts it
 works with (a slice's own description names its chips, so the values change nothing it
-compiles), and it takes ``/tmp/libtpu_lockfile``, a lock that guards a real TPU's chips, so that
-a second process (a parallel docs build, pytest-xdist) fails to start it.
+compiles), and it takes a lock file (``libtpu_lockfile``, in the temporary folder) that guards a
+real TPU's chips, so that a second process (a parallel docs build, pytest-xdist) fails to start
+it.
 """
 
 
