@@ -180,3 +180,17 @@ def test_a_collective_in_a_tpu_loop_counts_once_per_trip():
     assert count_collectives(compiled)["all-reduce"] == 1
     assert collectives_per_step(compiled)["all-reduce"] == 5
     assert [c.runs for c in collectives_by_axis(compiled, mesh)] == [5]
+
+
+def test_libtpu_writes_no_logs_when_told_so(tmp_path):
+    logged = run_python(
+        "-c",
+        _START_LIBTPU,
+        devices=1,
+        env={**COMPILE_ONLY_LIBTPU_ENV, "TPU_LOG_DIR": str(tmp_path)},
+    )
+    assert logged.stdout.split() == ["8"] and any(tmp_path.iterdir())
+    quiet = tmp_path / "quiet"
+    quiet.mkdir()
+    run_python("-c", _START_LIBTPU, devices=1, env=COMPILE_ONLY_LIBTPU_ENV, cwd=quiet)
+    assert not any(quiet.iterdir())

@@ -33,6 +33,7 @@ COMPILE_ONLY_LIBTPU_ENV = {
     "TPU_ACCELERATOR_TYPE": "v5litepod-8",
     "TPU_WORKER_HOSTNAMES": "localhost",
     "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",
+    "TPU_LOG_DIR": "disabled",
 }
 """Variables for libtpu started only to compile for TPU slices that are described, not attached.
 
@@ -40,7 +41,8 @@ Without them libtpu warns that it cannot find out which TPU this machine has and
 works with (a slice's own description names its chips, so the values change nothing it
 compiles), and it takes a lock file (``libtpu_lockfile``, in the temporary folder) that guards a
 real TPU's chips, so that a second process (a parallel docs build, pytest-xdist) fails to start
-it.
+it. It would also write a log folder for every process that starts it (``tpu_logs``, in the
+temporary folder), which a build starts hundreds of.
 """
 
 
