@@ -48,7 +48,15 @@ OFFLINE_INVENTORIES = load_module("docs/_ext/offline_inventories.py")
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "tests", "multihost", "launchers", "docs", "browser"]
+nox.options.sessions = [
+    "lint",
+    "tests",
+    "multihost",
+    "launchers",
+    "docs",
+    "browser",
+    "copied-pages",
+]
 # Keep each session's environment between runs; `install` skips what is already there.
 nox.options.reuse_venv = "yes"
 # uv must use the Python that runs nox, never fetch one.
@@ -278,6 +286,13 @@ def browser(session: nox.Session) -> None:
     session.run("pytest", "browser_tests", "-p", "no:cacheprovider", *session.posargs)
 
 
+@nox.session(name="copied-pages")
+def copied_pages(session: nox.Session) -> None:
+    """Run each page's visible cells as a reader's copy: fresh process, no spmd_guide installed."""
+    install(session, "copied-pages", project=False)
+    session.run("python", "copied_pages/check.py", *session.posargs)
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
     """Time the practice checker, TPU compiles, docs builds, `nox -s tests` and a no-change docs."""
@@ -306,6 +321,8 @@ def lock(session: nox.Session) -> None:
         "lint",
         "--group",
         "browser",
+        "--group",
+        "copied-pages",
         # The oldest supported Python, so the lock installs on every supported one.
         "--python-version",
         OLDEST_PYTHON,

@@ -3,10 +3,12 @@ holds the outputs of this build.
 
 Sphinx already copies every source into ``_sources/`` (kept with its own ``.md`` suffix, see
 ``html_sourcelink_suffix`` in conf.py); that is the ``.md`` download, as written. The ``.ipynb``
-download is the notebook as this build executed it, with the hidden check cells (tag
-``remove-cell``) dropped: they assert what the prose says, which is the site's business, not
-the reader's, and the page never shows them. Because a reader runs the notebook without them,
-the build fails if a visible cell uses a name that only a hidden cell defines.
+download is the notebook as this build executed it, with the cells whose code the page hides
+dropped (tags ``remove-cell`` and ``remove-input``): the checks that assert what the prose says,
+and the code behind outputs the page shows without their code. Both are the site's business, not
+the reader's, and may use this repository's ``spmd_guide`` package, which a reader does not
+install. Because a reader runs the notebook without them, the build fails if a visible cell uses
+a name that only a hidden cell defines.
 
 The links go into the page's header actions (``components/view-this-page.html``), through the
 ``source_downloads`` template variable.
@@ -22,7 +24,7 @@ import nbformat
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 
-HIDDEN = "remove-cell"
+HIDDEN = ("remove-cell", "remove-input")
 
 
 def _is_notebook(source: Path) -> bool:
@@ -80,7 +82,7 @@ def without_hidden_cells(notebook: nbformat.NotebookNode, docname: str) -> None:
             continue
         tree = _parse(cell.source)
         bound, read = _names(tree) if tree is not None else (set(), set())
-        if HIDDEN in cell.get("metadata", {}).get("tags", []):
+        if any(tag in HIDDEN for tag in cell.get("metadata", {}).get("tags", [])):
             hidden_only |= bound - defined
             continue
         missing = sorted(name for name in read - bound - defined if name in hidden_only)
@@ -88,9 +90,9 @@ def without_hidden_cells(notebook: nbformat.NotebookNode, docname: str) -> None:
             first_line = cell.source.strip().splitlines()[0]
             raise ExtensionError(
                 f"{docname}: the cell that starts {first_line!r} reads {', '.join(missing)}, "
-                f"which only a hidden cell (tag {HIDDEN}) defines; the downloaded notebook, "
-                "which leaves hidden cells out, would fail there. Define it in a visible cell, "
-                "or one tagged remove-input, instead."
+                f"which only a cell whose code the page hides ({' or '.join(HIDDEN)}) defines; "
+                "the downloaded notebook, which leaves those out, would fail there. Define it "
+                "in a visible cell instead."
             )
         defined |= bound
         hidden_only -= bound
