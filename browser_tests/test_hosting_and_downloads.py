@@ -80,10 +80,15 @@ def test_each_notebook_download_has_this_builds_outputs_and_only_the_visible_cel
     for doc in NOTEBOOKS:
         notebook = json.loads((SITE / "_sources" / f"{doc}.ipynb").read_text(encoding="utf-8"))
         code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
-        assert not any("remove-cell" in c["metadata"].get("tags", []) for c in code), doc
+        assert not any(
+            tag in ("remove-cell", "remove-input")
+            for c in code
+            for tag in c["metadata"].get("tags", [])
+        ), doc
         assert any(cell["outputs"] for cell in code), f"{doc}.ipynb has no outputs"
         page = (SITE / f"{doc}.html").read_text(encoding="utf-8")
-        shown = len(re.findall(r'<div class="cell(?: [^"]*)?"', page))
+        # Cells whose code the page shows; output-only (remove-input) cells stay on the site.
+        shown = len(re.findall(r'<div class="cell(?! [^"]*tag_remove-input)(?: [^"]*)?"', page))
         assert len(code) == shown, (doc, len(code), shown)
         for cell in code:
             for output in cell["outputs"]:

@@ -20,7 +20,8 @@ README = Path(__file__).parents[1] / "README.md"
 def test_readme_snippet_runs_and_prints_its_comment():
     (snippet,) = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
     promised = re.search(r"print\(.*\)\s+# (.+)", snippet).group(1).strip()
-    env = environment_without_jax_settings()
+    # A machine without accelerators; libtpu, installed for the TPU compiler, would look for a TPU.
+    env = {**environment_without_jax_settings(), "JAX_PLATFORMS": "cpu"}
     result = subprocess.run(
         [sys.executable, "-W", "error", "-c", snippet],
         env=env,
