@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location(
@@ -78,3 +81,23 @@ def test_every_cell_is_read_with_its_tags(tmp_path):
         ["hide-output"],
         [],
     ]
+
+
+PAGES = sorted(
+    page
+    for page in (ROOT / "docs").rglob("*.md")
+    if "_build" not in page.parts and "{code-cell}" in page.read_text(encoding="utf-8")
+)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT / "docs")))
+def test_a_cell_that_raises_on_purpose_holds_only_the_statement_that_raises(page):
+    """A reader's copy leaves such cells out, so whatever else one held would be missing later;
+    the set-up belongs in a cell of its own before it."""
+    for tags, code in visible_cells.cells(page):
+        if "raises-exception" in tags:
+            statements = ast.parse(code).body
+            assert len(statements) == 1, (
+                f"{page.relative_to(ROOT)}: a raises-exception cell holds {len(statements)} "
+                f"statements; move all but the one that raises into a cell before it:\n{code}"
+            )

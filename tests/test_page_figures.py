@@ -33,7 +33,10 @@ _VERSION = re.compile(
     r"(?:JAX|jax|jaxlib|Flax|flax|Orbax|orbax|Optax|optax|Python|NumPy|libtpu|Sphinx|version|"
     r"versions|release|releases)(?:\s+and|\s*,|\s+to|\s+or|\s)*\s*v?$"
 )
-_FIGURE = re.compile(r"(?<![\w.\-/])\d[\d,]*(?:\.\d+)*(?![\w])")
+# No figure a page states has two decimal points; a release number such as 0.10.1 has.
+_RELEASE = re.compile(r"\d+\.\d+\.\d+")
+# A figure may carry its unit's letters (18.07G), but a name with digits (v5e, 2x4) is no figure.
+_FIGURE = re.compile(r"(?<![\w.\-/])\d[\d,]*(?:\.\d+)*(?=[A-Za-z]*(?:[^\w]|$))")
 _CODE_NUMBER = re.compile(r"\d[\d,_]*(?:\.\d+)*")
 
 
@@ -43,6 +46,10 @@ def _normal(number: str) -> str:
     if re.fullmatch(r"\d+\.0+", number):
         number = number.split(".")[0]
     return number
+
+
+def _as_fraction(percentage: str) -> float:
+    return round(float(percentage) / 100, 9)
 
 
 def prose(text: str) -> str:
@@ -58,13 +65,19 @@ def unchecked_figures(page: Path) -> list[str]:
     known = {_normal(number) for number in _CODE_NUMBER.findall(code)}
     for declaration in _DECLARED.finditer(text):
         known |= {_normal(figure.strip()) for figure in declaration["figures"].split(", ")}
+    fractions = {round(float(number), 9) for number in known if number.count(".") == 1}
     written = prose(text)
     unchecked = []
     for match in _FIGURE.finditer(written):
         figure = _normal(match.group())
         if len(figure) == 1 or figure in known:
             continue
-        if _VERSION.search(written[max(0, match.start() - 40) : match.start()]):
+        # A percentage is checked as the fraction it is: 40% as 0.40.
+        if written[match.end() : match.end() + 1] == "%" and _as_fraction(figure) in fractions:
+            continue
+        if _RELEASE.fullmatch(figure) or _VERSION.search(
+            written[max(0, match.start() - 40) : match.start()]
+        ):
             continue
         unchecked.append(figure)
     return unchecked
@@ -92,10 +105,14 @@ def test_the_tripwire_finds_a_figure_no_cell_mentions_and_honours_declarations(t
     page = tmp_path / "page.md"
     page.write_text(
         "---\nkernelspec:\n  name: python3\n---\n\n"
-        "The step takes 1,928 pairs and 3.5 s on JAX 0.12.0; see `f(417)` and [x](a/99.html).\n\n"
-        "```{code-cell} ipython3\n:tags: [remove-cell]\n\nassert pairs == 1928\n```\n\n"
-        "The chip does 197 TFLOP/s.\n"
+        "The step takes 1,928 pairs and 3.5 s on JAX 0.12.0 and v5e 4x4, needing 18.07G; see "
+        "`f(417)` and [x](a/99.html).\n\n"
+        "```{code-cell} ipython3\n:tags: [remove-cell]\n\n"
+        "assert pairs == 1928 and extra > 0.10\n```\n\n"
+        "The chip does 197 TFLOP/s, 10% more and 25% of what it could.\n"
     )
-    assert unchecked_figures(page) == ["3.5", "197"]
-    page.write_text(page.read_text() + "\n% not asserted: 197, 3.5 (published; timing)\n")
+    assert unchecked_figures(page) == ["3.5", "18.07", "197", "25"]
+    page.write_text(
+        page.read_text() + "\n% not asserted: 197, 3.5, 18.07, 25 (published; timing)\n"
+    )
     assert unchecked_figures(page) == []
