@@ -17,6 +17,17 @@ pytestmark = pytest.mark.launchers
 
 EXAMPLE = "examples/multihost/global_computation.py"
 SBATCH = Path("examples/multihost/global_computation.sbatch")
+CHECKPOINTS = "examples/checkpoints/train_and_resume.py"
+# Each of the other multi-process examples, and a line every rank prints once it has joined.
+JOINING = {
+    "examples/multihost/read_a_global_result.py": "process {rank}: process_allgather: shape (16,)",
+    "examples/multihost/hybrid_mesh.py": (
+        "mesh row: devices [2048, 2049, 2050, 2051], processes [1]"
+    ),
+    "examples/multihost/per_process_batches.py": (
+        "process {rank}: global batch float32[32@data,3], equal to the whole dataset"
+    ),
+}
 
 
 def _reports(output: str, tag: str) -> dict[int, list[str]]:
@@ -46,11 +57,49 @@ def test_mpirun_starts_processes_that_find_each_other():
     _assert_two_processes_agree({rank: out.splitlines() for rank, out in outputs.items()})
 
 
-def test_srun_and_sbatch_run_the_example_on_a_local_slurm_cluster():
+def _assert_one_checkpoint_written_by_both(folder: Path) -> None:
+    # Two processes that had each trained alone would both have written process 0's database.
+    step_4 = folder / "4" / "default"
+    for rank in (0, 1):
+        assert any((step_4 / f"ocdbt.process_{rank}" / "d").iterdir()), rank
+
+
+def test_mpirun_runs_the_checkpoint_example_as_one_job_writing_one_checkpoint(tmp_path):
+    folder = tmp_path / "shared"
+    command = [sys.executable, "-W", "error", CHECKPOINTS, "--dir", str(folder), "--steps", "4"]
+    finished, outputs = mpirun(2, command, devices_per_process=4)
+    assert finished.returncode == 0, finished.stdout[-2000:] + finished.stderr[-2000:]
+    assert sorted(outputs) == [0, 1], outputs
+    for rank, output in outputs.items():
+        assert f"process {rank} of 2: 4 of 8 CPU devices" in output, output
+    assert "checkpoints kept: [2, 4]" in outputs[0]
+    assert "step" not in outputs[1]  # the log comes from process 0 only
+    _assert_one_checkpoint_written_by_both(folder)
+
+
+@pytest.mark.parametrize("script", sorted(JOINING), ids=lambda path: Path(path).name)
+def test_mpirun_joins_the_other_multi_process_examples(script):
+    finished, outputs = mpirun(2, [sys.executable, "-W", "error", script], devices_per_process=4)
+    assert finished.returncode == 0, finished.stdout[-2000:] + finished.stderr[-2000:]
+    assert sorted(outputs) == [0, 1], outputs
+    for rank, output in outputs.items():
+        assert JOINING[script].format(rank=rank) in output, output
+
+
+def test_srun_and_sbatch_run_the_examples_on_a_local_slurm_cluster(tmp_path):
     with local_slurm() as slurm:
         ran = slurm.srun(2, ["python", EXAMPLE], devices_per_process=4)
         assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
         _assert_two_processes_agree(_reports(ran.stdout, r"\s*(\d+): "))
+
+        folder = tmp_path / "shared"
+        command = ["python", "-W", "error", CHECKPOINTS, "--dir", str(folder), "--steps", "4"]
+        trained = slurm.srun(2, command, devices_per_process=4)
+        assert trained.returncode == 0, trained.stdout[-2000:] + trained.stderr[-2000:]
+        for rank in (0, 1):
+            assert f"{rank}: process {rank} of 2: 4 of 8 CPU devices" in trained.stdout
+        assert "0: checkpoints kept: [2, 4]" in trained.stdout
+        _assert_one_checkpoint_written_by_both(folder)
 
         submitted, output = slurm.sbatch(SBATCH, devices_per_process=4)
         assert submitted.returncode == 0, submitted.stdout + submitted.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -100,3 +101,46 @@ def test_bad_arguments_get_a_clear_error(example, capsys, args, message):
     assert status == 2
     assert message in err
     assert "Traceback" not in err
+
+
+# The multi-process examples, and a line each prints when started plainly, as the only process.
+ALONE = {
+    "multihost/global_computation.py": "process 0 of 1: 8 local devices, 8 global devices",
+    "multihost/read_a_global_result.py": (
+        "process 0: np.asarray(doubled) worked: this one process holds every shard"
+    ),
+    "multihost/hybrid_mesh.py": "mesh row: devices [0, 1, 2, 3, 4, 5, 6, 7], processes [0]",
+    "multihost/per_process_batches.py": "process 0: loaded rows 0 to 31",
+}
+
+
+@pytest.fixture
+def no_cluster(monkeypatch):
+    """No variable of a launcher JAX detects, as for a plain `python script.py`."""
+    for name in list(os.environ):
+        if name.startswith(("SLURM_", "OMPI_", "PMIX_")) or name == "KUBERNETES_SERVICE_HOST":
+            monkeypatch.delenv(name)
+
+
+@pytest.mark.once
+@pytest.mark.parametrize("script", sorted(ALONE), ids=lambda path: Path(path).name)
+def test_a_multi_process_example_started_plainly_runs_alone(no_cluster, script):
+    alone = run_python("-W", "error", str(EXAMPLES / script), devices=8, check=False)
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stderr == ""
+    assert ALONE[script] in alone.stdout.splitlines()
+
+
+@pytest.mark.once
+def test_a_job_described_without_a_coordinator_fails_at_once_instead_of_running_alone(
+    no_cluster,
+):
+    script = EXAMPLES / "multihost" / "per_process_batches.py"
+    env = {"JAX_NUM_PROCESSES": "2", "JAX_PROCESS_ID": "1"}
+    partial = run_python(str(script), devices=4, env=env, timeout=60, check=False)
+    assert partial.returncode == 1
+    assert "ValueError: coordinator_address should be defined." in partial.stderr
+    assert "or set JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID" in (
+        partial.stderr
+    )
+    assert "loaded rows" not in partial.stdout

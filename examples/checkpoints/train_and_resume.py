@@ -9,9 +9,13 @@ the latest checkpoint is read straight into the layout of the devices this run h
 be fewer or more than the run that saved it, and training continues from the step after it.
 Each save and each restore prints a digest of the whole state, so two runs can be compared.
 
-It runs as one process or as several: started by a launcher that sets JAX_NUM_PROCESSES,
-JAX_PROCESS_ID and JAX_COORDINATOR_ADDRESS, every process joins one job, trains on the global
-mesh, and writes the shards it holds into the same checkpoint.
+It runs as one process or as several. Started plainly, as above, it runs alone. Started by srun
+(SLURM), mpirun (Open MPI), a TPU pod's or Kubernetes' environment, or the repository's launcher
+(python -m spmd_guide.launch), every process joins one job, trains on the global mesh, and
+writes the shards it holds into the same checkpoint:
+
+    srun -n 2 python examples/checkpoints/train_and_resume.py --dir checkpoints --steps 4
+    mpirun -np 2 python examples/checkpoints/train_and_resume.py --dir checkpoints --steps 4
 
 The script needs only jax, flax, optax, orbax-checkpoint and numpy. On a machine with only a
 CPU, JAX is given 8 CPU devices unless JAX_NUM_CPU_DEVICES says otherwise.
@@ -46,16 +50,36 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def join_processes_if_launched() -> None:
-    """Join the other processes of a multi-process job, when a launcher started this one."""
+def join_the_job() -> None:
+    """Join the other processes of a multi-process job, or go on alone if there is none."""
     import jax
 
-    if "JAX_NUM_PROCESSES" in os.environ:
-        # The coordinator's address is read from JAX_COORDINATOR_ADDRESS by JAX itself.
+    def number(name: str) -> int | None:
+        value = os.environ.get(name)
+        return int(value) if value else None
+
+    # JAX reads JAX_COORDINATOR_ADDRESS itself but not these two, which the repository's
+    # launcher sets; whatever is left None, JAX takes from the environment that srun, mpirun, a
+    # TPU pod or Kubernetes gives each process.
+    num_processes, process_id = number("JAX_NUM_PROCESSES"), number("JAX_PROCESS_ID")
+    try:
         jax.distributed.initialize(
-            num_processes=int(os.environ["JAX_NUM_PROCESSES"]),
-            process_id=int(os.environ["JAX_PROCESS_ID"]),
+            num_processes=num_processes,
+            process_id=process_id,
+            # Peers that never arrive then end the job, instead of leaving it waiting.
+            initialization_timeout=120,
         )
+    except ValueError as error:
+        nothing_set = num_processes is None and process_id is None
+        if nothing_set and str(error) == "coordinator_address should be defined.":
+            # Raised at once, before any network access, when nothing names a coordinator and no
+            # cluster is detected: a plain `python train_and_resume.py`, the only process.
+            return
+        error.add_note(
+            "Start every process under srun, mpirun, a TPU pod or Kubernetes, or set "
+            "JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID for each."
+        )
+        raise
 
 
 def digest(state) -> str:
@@ -92,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if "JAX_NUM_CPU_DEVICES" not in os.environ:
         jax.config.update("jax_num_cpu_devices", 8)  # used only when the CPU is the platform
-    join_processes_if_launched()
+    join_the_job()
     devices = jax.devices()  # every process's devices
     if EMBED % len(devices) or BATCH % len(devices):
         print(
@@ -130,7 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         model = MLP(nnx.Rngs(0))
         return model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
 
-    @nnx.jit
+    # Each step replaces every array of the model and the optimizer: donated, the old buffers
+    # hold the new values, so a step needs no second copy of the state. (While a save is still
+    # being written from them, JAX copies instead.)
+    @nnx.jit(donate_argnames=("model", "optimizer"))
     def train_step(model, optimizer, x, y):
         def loss_fn(model):
             logits = model(x)
@@ -140,7 +167,12 @@ def main(argv: list[str] | None = None) -> int:
         optimizer.update(model, grads)
         return loss
 
-    manager = ocp.CheckpointManager(folder, options=ocp.CheckpointManagerOptions(max_to_keep=2))
+    policies = ocp.checkpoint_managers
+    options = ocp.CheckpointManagerOptions(
+        save_decision_policy=policies.FixedIntervalPolicy(args.save_every),
+        preservation_policy=policies.LatestN(2),
+    )
+    manager = ocp.CheckpointManager(folder, options=options)
     print(
         f"process {jax.process_index()} of {jax.process_count()}: {jax.local_device_count()} "
         f"of {len(devices)} {devices[0].platform.upper()} devices"
@@ -185,10 +217,10 @@ def main(argv: list[str] | None = None) -> int:
         y = global_batch(y_all[start : start + BATCH])
         loss = train_step(model, optimizer, x, y)
         log(f"step {step:4d}  loss {float(loss):.6f}")
-        if step % args.save_every == 0:
-            # Every process calls save: each writes the shards its devices hold.
-            state = nnx.state((model, optimizer))
-            manager.save(step, args=ocp.args.StandardSave(state))
+        # Every process calls save at every step, and the policy decides the same everywhere;
+        # on a save step, each process writes the shards its devices hold.
+        state = nnx.state((model, optimizer))
+        if manager.save(step, args=ocp.args.StandardSave(state)):
             log(f"saving step {step}, state digest {digest(state)}")
     manager.close()  # waits for the last save to be written
     log(f"checkpoints kept: {manager.all_steps()}")

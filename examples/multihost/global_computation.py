@@ -8,7 +8,7 @@ Run it with the launcher, which starts every process and tells each how to join:
 Under a cluster scheduler, start one copy per host instead. The coordinator address, process
 count and process id come from the flags below; the flags default to JAX_COORDINATOR_ADDRESS,
 JAX_NUM_PROCESSES and JAX_PROCESS_ID. Whatever is still unset, JAX detects from SLURM, Open MPI,
-Kubernetes or Cloud TPU.
+Kubernetes or Cloud TPU. Started plainly, with none of these, it runs alone, as process 0 of 1.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def exit_unless_joined_within(seconds: int, args: argparse.Namespace) -> threadi
 
 
 def join(args: argparse.Namespace) -> bool:
-    """Join the other processes; say why and return False if nothing tells how."""
+    """Join the other processes, or go on alone if nothing says how; say why and return False
+    if joining fails."""
     import jax
 
     # Cross-process collectives between CPU devices run over Gloo (JAX's default for CPU).
@@ -84,7 +85,12 @@ def join(args: argparse.Namespace) -> bool:
             initialization_timeout=args.init_timeout + 30,
         )
     except (ValueError, TypeError, RuntimeError) as error:
-        # Raised when nothing says how to join and no cluster environment was detected.
+        nothing_set = args.num_processes is None and args.process_id is None
+        if nothing_set and str(error) == "coordinator_address should be defined.":
+            # Raised at once, before any network access, when nothing names a coordinator and
+            # no cluster is detected: a plain `python global_computation.py`, the only process.
+            joined.set()
+            return True
         print(
             f"process {_name(args)}: cannot start ({error}). Run it with python -m "
             "spmd_guide.launch, or pass --coordinator-address, --num-processes and --process-id.",

@@ -1,8 +1,12 @@
 """A hybrid mesh: one axis across processes (slow links), one within each process (fast).
 
-Run it with the launcher (or under mpirun or srun, as global_computation.py):
+Run it with the repository's launcher:
 
     python -m spmd_guide.launch -n 2 --devices-per-process 4 examples/multihost/hybrid_mesh.py
+
+or start it under srun (SLURM), mpirun (Open MPI), a TPU pod or Kubernetes, whose environment
+tells each process how to join (``srun -n 2 python examples/multihost/hybrid_mesh.py``). Started
+plainly, it runs alone, as a mesh of one process.
 
 Each process prints, for a psum over each axis, the device groups of the compiled collective and
 the processes each group spans.
@@ -15,8 +19,8 @@ import re
 import sys
 
 
-def join() -> None:
-    """Join the job: from the repository launcher's JAX_* variables, else from SLURM or MPI."""
+def join_the_job() -> None:
+    """Join the other processes of a multi-process job, or go on alone if there is none."""
     import jax
 
     def number(name: str) -> int | None:
@@ -25,12 +29,28 @@ def join() -> None:
 
     # Cross-process collectives between CPU devices run over Gloo; ignored on GPUs and TPUs.
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    # JAX reads JAX_COORDINATOR_ADDRESS itself; left None, the rest come from a detected cluster.
-    jax.distributed.initialize(
-        num_processes=number("JAX_NUM_PROCESSES"),
-        process_id=number("JAX_PROCESS_ID"),
-        initialization_timeout=120,
-    )
+    # JAX reads JAX_COORDINATOR_ADDRESS itself but not these two, which the repository's
+    # launcher sets; whatever is left None, JAX takes from the environment that srun, mpirun, a
+    # TPU pod or Kubernetes gives each process.
+    num_processes, process_id = number("JAX_NUM_PROCESSES"), number("JAX_PROCESS_ID")
+    try:
+        jax.distributed.initialize(
+            num_processes=num_processes,
+            process_id=process_id,
+            # Peers that never arrive then end the job, instead of leaving it waiting.
+            initialization_timeout=120,
+        )
+    except ValueError as error:
+        nothing_set = num_processes is None and process_id is None
+        if nothing_set and str(error) == "coordinator_address should be defined.":
+            # Raised at once, before any network access, when nothing names a coordinator and no
+            # cluster is detected: a plain `python hybrid_mesh.py`, the only process.
+            return
+        error.add_note(
+            "Start every process under srun, mpirun, a TPU pod or Kubernetes, or set "
+            "JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID for each."
+        )
+        raise
 
 
 def show_hybrid_mesh() -> None:
@@ -76,7 +96,7 @@ def show_hybrid_mesh() -> None:
 
 
 def main() -> int:
-    join()
+    join_the_job()
     show_hybrid_mesh()
     import jax
 

@@ -3,6 +3,10 @@
     python -m spmd_guide.launch -n 2 --devices-per-process 4 \
         examples/multihost/per_process_batches.py
 
+Each process joins a job started by srun (SLURM), mpirun (Open MPI), a TPU pod's or Kubernetes'
+environment, or the repository's launcher (above), such as ``mpirun -np 2 python
+examples/multihost/per_process_batches.py``; started plainly, it runs alone and loads every row.
+
 With --uneven, process 1 loads fewer rows than process 0, and the batch is refused with a
 message naming each process's count.
 """
@@ -13,8 +17,8 @@ import os
 import sys
 
 
-def join() -> None:
-    """Join the job: from the repository launcher's JAX_* variables, else from SLURM or MPI."""
+def join_the_job() -> None:
+    """Join the other processes of a multi-process job, or go on alone if there is none."""
     import jax
 
     def number(name: str) -> int | None:
@@ -23,12 +27,28 @@ def join() -> None:
 
     # Cross-process collectives between CPU devices run over Gloo; ignored on GPUs and TPUs.
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    # JAX reads JAX_COORDINATOR_ADDRESS itself; left None, the rest come from a detected cluster.
-    jax.distributed.initialize(
-        num_processes=number("JAX_NUM_PROCESSES"),
-        process_id=number("JAX_PROCESS_ID"),
-        initialization_timeout=120,
-    )
+    # JAX reads JAX_COORDINATOR_ADDRESS itself but not these two, which the repository's
+    # launcher sets; whatever is left None, JAX takes from the environment that srun, mpirun, a
+    # TPU pod or Kubernetes gives each process.
+    num_processes, process_id = number("JAX_NUM_PROCESSES"), number("JAX_PROCESS_ID")
+    try:
+        jax.distributed.initialize(
+            num_processes=num_processes,
+            process_id=process_id,
+            # Peers that never arrive then end the job, instead of leaving it waiting.
+            initialization_timeout=120,
+        )
+    except ValueError as error:
+        nothing_set = num_processes is None and process_id is None
+        if nothing_set and str(error) == "coordinator_address should be defined.":
+            # Raised at once, before any network access, when nothing names a coordinator and no
+            # cluster is detected: a plain `python per_process_batches.py`, the only process.
+            return
+        error.add_note(
+            "Start every process under srun, mpirun, a TPU pod or Kubernetes, or set "
+            "JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID for each."
+        )
+        raise
 
 
 GLOBAL_ROWS, WIDTH = 32, 3
@@ -105,7 +125,7 @@ def load_and_check(uneven: bool) -> int:
 
 
 def main() -> int:
-    join()
+    join_the_job()
     return load_and_check(uneven="--uneven" in sys.argv[1:])
 
 
