@@ -5,10 +5,12 @@ Run it with the launcher, which starts every process and tells each how to join:
     python -m spmd_guide.launch -n 2 --devices-per-process 4 \
         examples/multihost/global_computation.py
 
-Under a cluster scheduler, start one copy per host instead. The coordinator address, process
-count and process id come from the flags below; the flags default to JAX_COORDINATOR_ADDRESS,
-JAX_NUM_PROCESSES and JAX_PROCESS_ID. Whatever is still unset, JAX detects from SLURM, Open MPI,
-Kubernetes or Cloud TPU. Started plainly, with none of these, it runs alone, as process 0 of 1.
+Under a cluster scheduler, start one copy per GPU (srun -n or mpirun -np the number of GPUs;
+on a TPU pod, one per host): JAX's cluster detection gives each process the GPU its local rank
+names. The coordinator address, process count and process id come from the flags below; the
+flags default to JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID. Whatever is
+still unset, JAX detects from SLURM, Open MPI, Kubernetes or Cloud TPU. Started plainly, with
+none of these, it runs alone, as process 0 of 1.
 """
 
 from __future__ import annotations

@@ -72,12 +72,17 @@ def assemble_batch(local, sharding):
     import numpy as np
     from jax.experimental import multihost_utils
 
-    counts = multihost_utils.process_allgather(np.int32(local.shape[0]))
-    if len(set(counts.tolist())) > 1:
-        held = ", ".join(f"process {i}: {n}" for i, n in enumerate(counts.tolist()))
+    counts = multihost_utils.process_allgather(np.int32(local.shape[0])).tolist()
+    if len(set(counts)) > 1:
+        held = ", ".join(f"process {i}: {n}" for i, n in enumerate(counts))
+        # Each process's rows are split over its own devices, so a count must divide by them.
+        devices = jax.local_device_count()
+        dropped_to = min(counts) // devices * devices
+        padded_to = -(-max(counts) // devices) * devices
         raise ValueError(
             f"every process must load the same number of rows, but they hold {held}; "
-            f"pad or drop rows so that each holds {min(counts)} (or the same larger count)"
+            f"drop rows so that each holds {dropped_to}, or pad them so that each holds "
+            f"{padded_to} (a multiple of each process's {devices} devices)"
         )
     return jax.make_array_from_process_local_data(sharding, local)
 
