@@ -196,3 +196,18 @@ def test_a_build_without_the_tpu_compiler_stops_at_once_and_says_why(monkeypatch
     )
     with pytest.raises(ConfigError, match=r"libtpu, the TPU compiler, which is not installed"):
         kernel_environment._prepare_kernels(object(), object())
+
+
+def test_a_notebook_is_offered_only_for_a_page_that_shows_code(tmp_path):
+    head = "---\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n\n# Page\n\n"
+    hidden_only = tmp_path / "hidden.md"
+    hidden_only.write_text(
+        head + "```{code-cell} ipython3\n:tags: [remove-input]\n\nprint(1)\n```\n"
+    )
+    shown = tmp_path / "shown.md"
+    shown.write_text(head + "```{code-cell} ipython3\nprint(1)\n```\n")
+    prose = tmp_path / "prose.md"
+    prose.write_text("# Page\n\nNo code.\n")
+    assert source_downloads._offers_notebook(shown)
+    assert not source_downloads._offers_notebook(hidden_only)
+    assert not source_downloads._offers_notebook(prose)

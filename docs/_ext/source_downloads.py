@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from pathlib import Path
 
 import nbformat
@@ -25,11 +26,26 @@ from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 
 HIDDEN = ("remove-cell", "remove-input")
+# A code cell's option lines (`:tags: [...]`, or a `---` block of them) up to its first blank line.
+_CELL_OPTIONS = re.compile(r"^`{3,}\{code-cell\}[^\n]*\n((?:(?:---|:|tags:).*\n)*)", re.M)
+_TAGS = re.compile(r"tags:\s*\[(?P<tags>[^\]]*)\]")
 
 
 def _is_notebook(source: Path) -> bool:
     head = source.read_text(encoding="utf-8")[:400]
     return head.startswith("---") and "kernelspec:" in head
+
+
+def _offers_notebook(source: Path) -> bool:
+    """Whether the page is a notebook that shows some code: one whose every cell is hidden (its
+    outputs come from the build's own measurements) would download as a notebook of prose."""
+    if not _is_notebook(source):
+        return False
+    for options in _CELL_OPTIONS.findall(source.read_text(encoding="utf-8")):
+        tags = _TAGS.search(options)
+        if not tags or not any(tag in tags["tags"] for tag in HIDDEN):
+            return True
+    return False
 
 
 def add_links(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
@@ -40,10 +56,10 @@ def add_links(app: Sphinx, pagename: str, templatename: str, context: dict, doct
         return
     root = context["pathto"]("_sources/", 1)
     links = [("Markdown source (.md)", f"{root}{pagename}.md")]
-    if _is_notebook(source):
+    if _offers_notebook(source):
         links.append(("Notebook with outputs (.ipynb)", f"{root}{pagename}.ipynb"))
     context["source_downloads"] = links
-    context["page_has_outputs"] = len(links) == 2
+    context["page_has_outputs"] = _is_notebook(source)
 
 
 def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
@@ -146,11 +162,12 @@ def write_notebooks(app: Sphinx, exception: Exception | None) -> None:
     out = Path(app.outdir) / "_sources"
     for docname in sorted(app.env.found_docs):
         source = Path(app.env.doc2path(docname))
-        if source.suffix != ".md" or not _is_notebook(source):
+        target = out / f"{docname}.ipynb"
+        if source.suffix != ".md" or not _offers_notebook(source):
+            target.unlink(missing_ok=True)  # left by a build from when the page showed code
             continue
         notebook = executed_notebook(app, docname)
         without_hidden_cells(notebook, docname)
-        target = out / f"{docname}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, target)
 
