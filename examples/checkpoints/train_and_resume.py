@@ -155,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         return model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
 
     # Each step replaces every array of the model and the optimizer: donated, the old buffers
-    # hold the new values, so a step needs no second copy of the state. (While a save is still
-    # being written from them, JAX copies instead.)
+    # hold the new values, so a step needs no second copy of the state. (Orbax's save has copied
+    # the arrays to host memory before it returns, so the step after a save may reuse them.)
     @nnx.jit(donate_argnames=("model", "optimizer"))
     def train_step(model, optimizer, x, y):
         def loss_fn(model):
@@ -169,7 +169,14 @@ def main(argv: list[str] | None = None) -> int:
 
     policies = ocp.checkpoint_managers
     options = ocp.CheckpointManagerOptions(
-        save_decision_policy=policies.FixedIntervalPolicy(args.save_every),
+        # Every --save-every steps, and at once when the job is being preempted (which Orbax
+        # learns through JAX's distributed preemption service).
+        save_decision_policy=policies.AnySavePolicy(
+            [
+                policies.FixedIntervalPolicy(args.save_every),
+                policies.PreemptionCheckpointingPolicy(),
+            ]
+        ),
         preservation_policy=policies.LatestN(2),
     )
     manager = ocp.CheckpointManager(folder, options=options)
