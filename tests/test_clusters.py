@@ -136,5 +136,8 @@ def test_a_job_that_outlives_its_timeout_is_stopped():
     with pytest.raises(subprocess.TimeoutExpired):
         mpirun(1, ["sleep", "30"], devices_per_process=1, timeout=2)
     # mpirun ended with the timeout: nothing of the job is left running.
-    left = subprocess.run(["pgrep", "-f", "sleep 30"], capture_output=True, text=True, check=False)
+    # Anchored: another process whose command line merely contains "sleep 30" is not the job's.
+    left = subprocess.run(
+        ["pgrep", "-f", "^sleep 30$"], capture_output=True, text=True, check=False
+    )
     assert left.stdout == "", left.stdout
