@@ -12,7 +12,6 @@ from jax.sharding import PartitionSpec as P
 from spmd_guide import make_mesh
 from spmd_guide.analysis import (
     COLLECTIVES,
-    blocks_by_device,
     bytes_per_device,
     collectives_by_axis,
     collectives_per_step,
@@ -86,15 +85,6 @@ def test_counting_reads_instructions_not_names():
         "collective-permute": 1,
         "all-to-all": 0,
     }
-
-
-def test_blocks_by_device_shows_each_devices_rows(mesh):
-    n = mesh.size
-    x = jax.device_put(jnp.arange(2.0 * n).reshape(n, 2), NamedSharding(mesh, P("data")))
-    blocks = blocks_by_device(x)
-    assert list(blocks) == sorted(d.id for d in mesh.devices.flat)
-    for position, device in enumerate(mesh.devices.flat):
-        assert blocks[device.id].tolist() == [[2.0 * position, 2.0 * position + 1]]
 
 
 def _gather_each_layer(mesh, layers, x):

@@ -80,14 +80,6 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
     return dict(sorted(totals.items()))
 
 
-def blocks_by_device(array: jax.Array) -> dict[int, np.ndarray]:
-    """What each device holds of ``array``, by device id, as NumPy arrays."""
-    return {
-        shard.device.id: np.asarray(shard.data)
-        for shard in sorted(array.addressable_shards, key=lambda shard: shard.device.id)
-    }
-
-
 def total_bytes(tree: Any) -> int:
     """The bytes of ``tree``'s arrays counted once each, as if on one device."""
     return sum(leaf.nbytes for leaf in jax.tree.leaves(tree))
