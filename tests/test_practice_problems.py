@@ -2,7 +2,8 @@
 passes, and the mistakes learners make fail with the hint that names them.
 
 The solutions live in tests/practice_solutions/<problem>/; each file's docstring opens with
-"Expected: pass" or "Expected hint: <words>". All of them are checked in one batch, so JAX starts
+"Expected: pass" or "Expected: fails <requirement key>", and a line "Hint: <words>" names the
+words the report's hint must contain. All of them are checked in one batch, so JAX starts
 once per device count.
 """
 
@@ -13,7 +14,11 @@ from pathlib import Path
 
 import pytest
 
+import jax
+
 from spmd_guide.practice import DEVICE_COUNTS, PROBLEMS, check_many
+from spmd_guide.practice.catalog import reference_source
+from spmd_guide.practice.requirements import CaseKind, Refuses
 
 # The checker starts its own processes for each device count.
 pytestmark = pytest.mark.once
@@ -21,12 +26,15 @@ pytestmark = pytest.mark.once
 SOLUTIONS = Path(__file__).parent / "practice_solutions"
 
 
-def expectation(path: Path) -> str:
-    first = ast.get_docstring(ast.parse(path.read_text())).splitlines()[0]
-    if first == "Expected: pass":
-        return ""
-    assert first.startswith("Expected hint: "), f"{path}: say what is expected"
-    return first.removeprefix("Expected hint: ")
+def expectation(path: Path) -> tuple[str | None, str]:
+    """What a solution file says the checker concludes: (None, "") for a pass, else the key of
+    the requirement it fails and, if it names one, words its hint must contain."""
+    lines = ast.get_docstring(ast.parse(path.read_text())).splitlines()
+    if lines[0] == "Expected: pass":
+        return None, ""
+    assert lines[0].startswith("Expected: fails "), f"{path}: say what is expected"
+    hint = next((line.removeprefix("Hint: ") for line in lines if line.startswith("Hint: ")), "")
+    return lines[0].removeprefix("Expected: fails "), hint
 
 
 def solution_files() -> list[Path]:
@@ -40,7 +48,7 @@ def reports(tmp_path_factory):
     keyed = []
     for name in PROBLEMS:
         reference = folder / f"{name}.py"
-        reference.write_text(f"from spmd_guide.practice.problems.{name} import {name}\n")
+        reference.write_text(reference_source(name))
         keyed.append((f"reference:{name}", name, reference))
     keyed += [(str(path), path.parent.name, path) for path in solution_files()]
     # Every reference on every device count; the learners' solutions on 8 devices, where each
@@ -64,20 +72,47 @@ def test_the_reference_passes_on_every_device_count(reports, name):
 @pytest.mark.parametrize("path", solution_files(), ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_a_learners_solution_gets_the_right_verdict(reports, path):
     (report,) = reports[str(path)]
-    hint = expectation(path)
+    key, hint = expectation(path)
     text = report.text()
-    if not hint:
+    if key is None:
         assert report.passed, text
-    else:
-        assert not report.passed, text
-        assert hint in text, text
+        return
+    assert not report.passed, text
+    assert key in report.failed_requirements(), text
+    assert f"not met: {key}: " in text, text
+    assert hint in text, text
 
 
 @pytest.mark.parametrize("name", list(PROBLEMS))
-def test_each_problem_has_two_mistakes_and_a_second_right_solution(name):
-    files = list((SOLUTIONS / name).glob("*.py"))
-    hints = [expectation(path) for path in files]
-    assert sum(1 for h in hints if h) >= 2 and sum(1 for h in hints if not h) >= 1, name
+def test_every_requirement_has_a_wrong_solution_and_two_mistakes_are_named(name):
+    """The statement's requirements are the checker's checks: each is shown failing by a
+    solution that breaks it, and at least two common mistakes get a hint of their own."""
+    expected = [expectation(path) for path in (SOLUTIONS / name).glob("*.py")]
+    failed = {key for key, _ in expected if key is not None}
+    assert failed == {r.key for r in PROBLEMS[name].requirements}, name
+    assert sum(1 for key, hint in expected if key and hint) >= 2, name
+    assert any(key is None for key, _ in expected), name
+
+
+def test_every_case_exercises_a_requirement_of_its_kind():
+    for problem in PROBLEMS.values():
+        kinds = {r.key for r in problem.requirements if isinstance(r, Refuses | CaseKind)}
+        for count in DEVICE_COUNTS:
+            for case in problem.make_cases(min(count, jax.device_count())):
+                assert case.exercises is None or case.exercises in kinds, problem.name
+                assert (case.raises is None) or (case.exercises in kinds), problem.name
+
+
+def test_each_page_states_its_problem_from_the_requirements():
+    """A page's statement is the catalogue's: the page renders it, and says nothing of its own
+    between its "The problem" heading and the hints."""
+    docs = Path(__file__).parents[1] / "docs" / "problems"
+    for problem in PROBLEMS.values():
+        text = (docs / f"{problem.page}.md").read_text()
+        section = text.split("## The problem", 1)[1].split(":::{dropdown}", 1)[0]
+        assert f'statement_markdown(PROBLEMS["{problem.name}"])' in section, problem.page
+        prose = [line for line in section.splitlines() if line.startswith(("- ", "* "))]
+        assert not prose, (problem.page, prose)
 
 
 def test_the_problems_index_lists_every_problem_page():

@@ -13,7 +13,13 @@ from spmd_guide.practice.checker import (
     check_in_process,
     check_many,
 )
-from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
+from spmd_guide.practice.problem import (
+    Case,
+    ErrorHint,
+    Problem,
+    ResultHint,
+    statement_markdown,
+)
 
 __all__ = [
     "DEVICE_COUNTS",
@@ -28,4 +34,5 @@ __all__ = [
     "check_in_process",
     "check_many",
     "get_problem",
+    "statement_markdown",
 ]

@@ -35,3 +35,9 @@ def two_axis_meshes(devices: int, names: tuple[str, str]) -> list[Mesh]:
 def normal(seed: int, *shape: int) -> np.ndarray:
     """Standard normal float32 values, the same for the same seed."""
     return np.random.default_rng(seed).normal(size=shape).astype(np.float32)
+
+
+def kind(mesh: Mesh) -> str | None:
+    """The requirement a case on ``mesh`` exercises: ``explicit_mesh`` when its axes are
+    Explicit (see :data:`spmd_guide.practice.requirements.EXPLICIT_MESHES`)."""
+    return "explicit_mesh" if AxisType.Explicit in mesh.axis_types else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 from spmd_guide.practice.problem import Problem
 
@@ -48,3 +49,11 @@ def get_problem(name: str) -> Problem:
     if name not in PROBLEMS:
         raise ValueError(f"no problem named {name!r}; the problems are: {', '.join(PROBLEMS)}")
     return PROBLEMS[name]
+
+
+def reference_source(name: str) -> str:
+    """The reference solution to problem ``name`` as a learner's file would hold it: the part of
+    its module between ``# solution`` and ``# end solution``, imports included."""
+    module = importlib.import_module(f"spmd_guide.practice.problems.{get_problem(name).name}")
+    text = Path(module.__file__ or "").read_text()
+    return text.split("# solution\n", 1)[1].split("# end solution", 1)[0]

@@ -1,10 +1,13 @@
 """Check a learner's solution to a practice problem on 1, 2, 4 and 8 CPU devices.
 
-JAX fixes its device count at start-up, so each device count runs in a worker process of its
-own (:mod:`spmd_guide.practice.worker`). The worker sends the expected answers before it loads
-the solution, then what the solution returned; this process judges, picks hints and reports.
-It never imports the solution. The solution's own output goes to a file and is shown, trimmed;
-each phase has a time limit; and the worker's whole process group is killed at the end.
+JAX fixes its device count at start-up, so each device count has processes of its own: the
+reference's (:mod:`spmd_guide.practice.reference_worker`), which makes the cases and the
+expected answers and exits, and the solution's (:mod:`spmd_guide.practice.solution_runner`),
+which imports nothing of this package and runs the learner's function on the inputs this
+process sends it, one request at a time. This process judges what comes back against the
+problem's requirements, picks hints and reports. It never imports the solution. The solution's
+own output goes to a file and is shown, trimmed; each request has a time limit; and both
+processes' groups are killed at the end.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ from __future__ import annotations
 import ast
 import contextlib
 import json
+import math
 import os
-import selectors
+import secrets
+import select
 import signal
 import subprocess
 import sys
@@ -33,7 +38,7 @@ from spmd_guide.environment import (
     environment_without_jax_settings,
 )
 from spmd_guide.practice.catalog import get_problem
-from spmd_guide.practice.problem import Outcome, Problem
+from spmd_guide.practice.problem import Failure, Outcome, Problem
 from spmd_guide.practice.protocol import decode, is_mesh
 
 DEVICE_COUNTS = CHECKED_DEVICE_COUNTS
@@ -68,12 +73,12 @@ class CaseReport:
 
     number: int
     outcome: Outcome
-    problems: list[str]
+    failures: list[Failure]
     hint: str | None = None
 
     @property
     def passed(self) -> bool:
-        return not self.problems
+        return not self.failures
 
 
 @dataclass
@@ -110,6 +115,10 @@ class Report:
     def passed(self) -> bool:
         return all(run.passed for run in self.runs)
 
+    def failed_requirements(self) -> set[str]:
+        """The keys of the requirements some case did not meet."""
+        return {f.key for run in self.runs for case in run.cases for f in case.failures}
+
     def text(self, shown_path: str | None = None) -> str:
         """The report a learner reads."""
         shown = shown_path or str(self.path)
@@ -123,7 +132,13 @@ class Report:
             lines.append(f"PASSED: every case on {_devices(counts)}.")
         else:
             lines.append(f"FAILED on {_devices(failed)}.")
-            if 1 in counts and 1 not in failed:
+            split = any(
+                case.outcome.case_mesh is not None
+                and math.prod(case.outcome.case_mesh["axes"].values()) > 1
+                for run in self.runs
+                for case in run.cases
+            )
+            if 1 in counts and 1 not in failed and split:
                 lines.append(
                     "It passes on one device: the mistake only shows when the data is really split."
                 )
@@ -194,16 +209,20 @@ def check_in_process(name: str, function: Callable[..., Any]) -> list[CaseReport
     """
     import jax
 
-    from spmd_guide.practice import worker
+    from spmd_guide.practice import protocol, reference_worker, solution_runner
 
     problem = get_problem(name)
-    source = Path(function.__code__.co_filename)
     reports = []
     for number, case in enumerate(problem.make_cases(jax.device_count()), start=1):
-        expected = json.loads(json.dumps(worker._expected(problem, case)))
-        answered = json.loads(json.dumps(worker._run(function, case, source, problem)))
-        outcome = _outcome(expected, answered)
-        reports.append(_judged(problem, number, outcome))
+        expected = json.loads(json.dumps(reference_worker.expected_case(problem, case)))
+        request = {
+            "args": expected["args"],
+            "kwargs": expected["kwargs"],
+            "jit": problem.jit,
+            "trace": problem.traced and case.raises is None,
+        }
+        answered = json.loads(json.dumps(solution_runner._run(function, request, protocol)))
+        reports.append(_judged(problem, number, _outcome(expected, answered)))
     return reports
 
 
@@ -250,172 +269,282 @@ def _run_worker(
         return runs
     env = environment_without_jax_settings()
     env.update(cpu_devices_env(devices))
-    read_end, write_end = os.pipe()
-    with tempfile.TemporaryFile() as output:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "spmd_guide.practice.worker",
-                "--channel",
-                str(write_end),
-                *(f"{problem.name}={path}" for problem, path in jobs),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env=env,
-            pass_fds=(write_end,),
-            start_new_session=True,
+    names = list(dict.fromkeys(problem.name for problem, _ in jobs))
+    with tempfile.TemporaryFile() as output, tempfile.TemporaryFile() as reference_output:
+        reference = _Process(
+            [sys.executable, "-m", "spmd_guide.practice.reference_worker", "--channel", "{out}"],
+            names,
+            env,
+            reference_output,
         )
-        os.close(write_end)
-        session = _Session(jobs, runs, case_timeout, output)
+        runner = _Process(
+            [sys.executable, "-I", str(RUNNER), "--requests", "{in}", "--channel", "{out}"],
+            [],
+            env,
+            output,
+            requests=True,
+        )
+        session = _Session(jobs, runs, case_timeout, runner, output)
         try:
-            session.follow(read_end, process)
+            expected = _expected_cases(reference, names)
+            if isinstance(expected, str):
+                session.fail_all(expected)
+            else:
+                session.run(expected)
         finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            os.close(read_end)
-        session.finish(process.returncode)
+            reference.stop()
+            runner.stop()
         session.attach_output()
     return runs
 
 
+RUNNER = Path(__file__).with_name("solution_runner.py")
+"""The script the solution's process runs; it imports nothing of :mod:`spmd_guide`."""
+
+
+class _Process:
+    """A child process in a session of its own, with a channel it writes JSON lines to and,
+    for the solution's process, a pipe it reads requests from."""
+
+    def __init__(
+        self,
+        command: list[str],
+        arguments: list[str],
+        env: dict[str, str],
+        output: IO[bytes],
+        *,
+        requests: bool = False,
+    ) -> None:
+        read_end, write_end = os.pipe()
+        passed = [write_end]
+        self.requests: int | None = None
+        request_read = None
+        if requests:
+            request_read, self.requests = os.pipe()
+            os.set_blocking(self.requests, False)
+            passed.append(request_read)
+        command = [
+            part.replace("{out}", str(write_end)).replace("{in}", str(request_read))
+            for part in command
+        ]
+        self.process = subprocess.Popen(
+            [*command, *arguments],
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=env,
+            pass_fds=tuple(passed),
+            start_new_session=True,
+        )
+        for fd in passed:
+            os.close(fd)
+        self.channel = read_end
+        self.buffer = b""
+        self.output = output
+
+    def line(self, timeout: float, watch_output: bool = False) -> bytes | None:
+        """The next line from the channel; None when the process closed it.
+
+        Raises:
+            TimeoutError: if no whole line came within ``timeout`` seconds.
+            OverflowError: if ``watch_output`` and the process printed too much, or if it
+                wrote an endless line to the channel.
+        """
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            if len(self.buffer) > OUTPUT_LIMIT:
+                raise OverflowError("channel")
+            if watch_output and self.output.seek(0, os.SEEK_END) > OUTPUT_LIMIT:
+                raise OverflowError("output")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self.channel], [], [], min(remaining, 0.5))
+            if not ready:
+                continue
+            chunk = os.read(self.channel, 1 << 16)
+            if not chunk:
+                if self.buffer:
+                    line, self.buffer = self.buffer, b""
+                    return line
+                return None
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line
+
+    def send(self, message: dict[str, Any], timeout: float) -> None:
+        """Write one request line, waiting at most ``timeout`` seconds for room in the pipe.
+
+        Raises:
+            TimeoutError: if the process stopped reading.
+            BrokenPipeError: if it closed its end.
+        """
+        assert self.requests is not None
+        data = (json.dumps(message) + "\n").encode()
+        deadline = time.monotonic() + timeout
+        while data:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            _, ready, _ = select.select([], [self.requests], [], min(remaining, 0.5))
+            if ready:
+                data = data[os.write(self.requests, data) :]
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        os.close(self.channel)
+        if self.requests is not None:
+            os.close(self.requests)
+
+
+def _expected_cases(reference: _Process, names: list[str]) -> dict[str, list] | str:
+    """Every problem's cases from the reference's process, or why they did not come."""
+    found: dict[str, list] = {}
+    try:
+        while len(found) < len(names):
+            line = reference.line(START_TIMEOUT)
+            if line is None:
+                break
+            message = json.loads(line)
+            found[str(message["problem"])] = list(message["cases"])
+    except TimeoutError:
+        return (
+            f"the checker's own start-up (JAX and the expected answers) took more than "
+            f"{START_TIMEOUT:.0f} s. That is this machine, not your solution: try again, or "
+            "check fewer device counts at once (--devices)"
+        )
+    if len(found) < len(names):
+        reference.process.wait()
+        reference.output.seek(0)
+        tail = reference.output.read()[-2000:].decode("utf-8", errors="replace").splitlines()
+        return (
+            f"the checker's reference process exited with code {reference.process.returncode}: "
+            + " | ".join(tail[-3:])
+        )
+    return found
+
+
 class _Session:
-    """The parent's side of one worker: what it has been told, and what it makes of it."""
+    """The parent's side of one solution process: requests, replies, and what they mean."""
 
     def __init__(
         self,
         jobs: list[tuple[Problem, Path]],
         runs: list[DeviceRun],
         case_timeout: float,
+        runner: _Process,
         output: IO[bytes],
     ) -> None:
         self.jobs = jobs
         self.runs = runs
         self.case_timeout = case_timeout
+        self.runner = runner
         self.output = output
-        self.expected: dict[int, list[dict[str, Any]]] = {}
-        self.trusted = True
-        self.job: int | None = None
-        self.phase = "starting JAX"
-        self.done = False
-        self.reported: set[tuple[int, int]] = set()
         self.output_marks: dict[int, int] = {}
 
-    def follow(self, fd: int, process: subprocess.Popen[bytes]) -> None:
-        selector = selectors.DefaultSelector()
-        selector.register(fd, selectors.EVENT_READ)
-        buffer = b""
-        deadline = time.monotonic() + START_TIMEOUT
+    def run(self, expected: dict[str, list]) -> None:
         try:
-            while not self.done:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self._timed_out()
-                    return
-                if self.output.seek(0, os.SEEK_END) > OUTPUT_LIMIT:
-                    self._fail(
-                        f"your code printed more than {OUTPUT_LIMIT // 2**20} MB, so the checker "
-                        "stopped it: remove the print (or logging) inside loops",
-                    )
-                    return
-                if not selector.select(timeout=min(remaining, 0.5)):
-                    continue
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    return
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if not self._receive(line):
+            ready = self.runner.line(START_TIMEOUT)
+        except TimeoutError:
+            self.fail_all(f"the checker's solution process did not start in {START_TIMEOUT:.0f} s")
+            return
+        if ready is None or "ready" not in json.loads(ready):
+            self.fail_all("the checker's solution process did not start: " + self._tail())
+            return
+        for number, (problem, path) in enumerate(self.jobs):
+            run = self.runs[number]
+            cases = expected[problem.name]
+            run.expected_cases = len(cases)
+            self.output_marks[number] = self.output.seek(0, os.SEEK_END)
+            reply = self._ask(number, {"load": str(path), "name": problem.name, "number": number})
+            if reply is None:
+                return
+            if "load_failed" in reply:
+                self._load_failed(number, reply)
+            else:
+                for index, case in enumerate(cases):
+                    request = {
+                        "run": True,
+                        "args": case["args"],
+                        "kwargs": case["kwargs"],
+                        "jit": problem.jit,
+                        "trace": problem.traced and case["raises"] is None,
+                    }
+                    reply = self._ask(number, request, f"case {index + 1}")
+                    if reply is None:
                         return
-                    deadline = time.monotonic() + (
-                        START_TIMEOUT if self.trusted else self.case_timeout
-                    )
-                if len(buffer) > OUTPUT_LIMIT:
-                    self._tampered()
-                    return
-        finally:
-            selector.close()
+                    run.cases.append(_judged(problem, index + 1, _outcome(case, reply)))
+            reply = self._ask(number, {"finish": True}, "finishing")
+            if reply is None:
+                return
+            self._notes(run, reply)
+        self._no_more_messages()
 
-    def _receive(self, line: bytes) -> bool:
+    def _ask(self, number: int, request: dict[str, Any], phase: str = "") -> dict | None:
+        """Send ``request`` and return its reply; None (the runs marked failed) when the
+        process hangs, ends, floods its output or sends anything but that one reply."""
+        phase = phase or "importing your file"
+        request["id"] = secrets.token_hex(8)
         try:
-            message = json.loads(line)
-            return self._handle(message)
-        except (ValueError, KeyError, TypeError, IndexError):
-            if self.trusted:
-                raise
-            self._tampered()
-            return False
-
-    def _handle(self, message: dict[str, Any]) -> bool:
-        if self.trusted:
-            if "started" in message:
-                self.phase = "computing the expected answers"
-            elif "expected" in message:
-                number = message["expected"]
-                self.expected[number] = message["cases"]
-                self.runs[number].expected_cases = len(message["cases"])
-            elif "trusted_end" in message:
-                self.trusted = False
-            return True
-        if "loading" in message:
-            self.job = self._job_number(message["loading"])
-            self.phase = "importing your file"
-            self.output_marks[self.job] = self.output.tell()
-        elif "load_failed" in message:
-            self._load_failed(message)
-            self.job = None
-        elif "loaded" in message:
-            self.phase = "case 1"
-        elif "running" in message:
-            number, index = message["running"]
-            self.phase = f"case {int(index) + 1}"
-        elif "case" in message:
-            number, index = message["case"]
-            key = (self._job_number(number), int(index))
-            if key in self.reported or not 0 <= key[1] < len(self.expected[key[0]]):
-                self._tampered()
-                return False
-            self.reported.add(key)
-            outcome = _outcome(self.expected[key[0]][key[1]], message)
-            problem = self.jobs[key[0]][0]
-            self.runs[key[0]].cases.append(_judged(problem, key[1] + 1, outcome))
-        elif "finished" in message:
-            run = self.runs[self._job_number(message["finished"])]
-            changed = [str(name) for name in message["changed_environment"]]
-            if changed:
-                run.notes.append(
-                    f"your file sets {', '.join(changed)}: delete that line. The checker sets up "
-                    "JAX's devices itself, before your file is loaded, so it has no effect here"
+            self.runner.send(request, self.case_timeout)
+            line = self.runner.line(self.case_timeout, watch_output=True)
+        except TimeoutError:
+            self._timed_out(number, phase)
+            return None
+        except BrokenPipeError:
+            line = None
+        except OverflowError as overflow:
+            if str(overflow) == "output":
+                self._fail(
+                    number,
+                    f"your code printed more than {OUTPUT_LIMIT // 2**20} MB, so the checker "
+                    "stopped it: remove the print (or logging) inside loops",
                 )
-            if int(message["threads"]):
-                run.notes.append(
-                    f"your code left {int(message['threads'])} thread(s) running; the checker "
-                    "stopped them"
-                )
-            self.job = None
-        elif "done" in message:
-            if self._unfinished():
-                self._tampered()
-                return False
-            self.done = True
-        else:
-            raise KeyError("unknown message")
-        return True
+            else:
+                self._tampered(number)
+            return None
+        if line is None:
+            self._ended(number, phase)
+            return None
+        try:
+            reply = json.loads(line)
+            if not isinstance(reply, dict) or reply.get("id") != request["id"]:
+                raise ValueError
+        except ValueError:
+            self._tampered(number)
+            return None
+        return reply
 
-    def _job_number(self, raw: Any) -> int:
-        number = int(raw)
-        if not 0 <= number < len(self.jobs):
-            raise IndexError(number)
-        return number
+    def _no_more_messages(self) -> None:
+        """After the last reply, the channel must close with nothing more on it."""
+        if self.runner.requests is not None:
+            os.close(self.runner.requests)
+            self.runner.requests = None
+        try:
+            extra = self.runner.line(self.case_timeout)
+        except (TimeoutError, OverflowError):
+            extra = b"?"
+        if extra is not None:
+            self._tampered(len(self.jobs) - 1, every=True)
 
-    def _load_failed(self, message: dict[str, Any]) -> None:
-        number = self._job_number(message["load_failed"])
+    def _notes(self, run: DeviceRun, reply: dict[str, Any]) -> None:
+        changed = [str(name) for name in reply.get("changed_environment", ())]
+        if changed:
+            run.notes.append(
+                f"your file sets {', '.join(changed)}: delete that line. The checker sets up "
+                "JAX's devices itself, before your file is loaded, so it has no effect here"
+            )
+        if int(reply.get("threads", 0)):
+            run.notes.append(
+                f"your code left {int(reply['threads'])} thread(s) running; the checker "
+                "stopped them"
+            )
+
+    def _load_failed(self, number: int, message: dict[str, Any]) -> None:
         run = self.runs[number]
-        kind = message["kind"]
+        kind = message["load_failed"]
         name = self.jobs[number][0].name
         if kind == "exit":
             run.failure = (
@@ -439,74 +568,65 @@ class _Session:
                 Outcome(inputs="", expected=None, error_type=error_type, error_message=text)
             )
 
-    def _fail(self, failure: str, hint: str | None = None) -> None:
-        for number in self._unfinished():
-            if not self.runs[number].failure:
-                self.runs[number].failure = (
-                    failure
-                    if number == self._current()
-                    else ("not run: an earlier solution in the same check stopped the worker")
-                )
-                if number == self._current():
-                    self.runs[number].hint = hint
+    def fail_all(self, failure: str) -> None:
+        for run in self.runs:
+            run.failure = run.failure or failure
 
-    def _current(self) -> int | None:
-        if self.job is not None:
-            return self.job
-        unfinished = self._unfinished()
-        return unfinished[0] if unfinished else None
-
-    def _unfinished(self) -> list[int]:
-        return [
-            n
-            for n, run in enumerate(self.runs)
-            if not run.failure and (run.expected_cases == 0 or len(run.cases) < run.expected_cases)
-        ]
-
-    def _tampered(self) -> None:
-        self._fail(
-            "the checker's private channel received messages it never sent: a solution must not "
-            "write to the checker's file descriptors or change its modules"
-        )
-
-    def _timed_out(self) -> None:
-        if self.trusted:
-            self._fail(
-                f"the checker's own start-up (JAX and the expected answers) took more than "
-                f"{START_TIMEOUT:.0f} s. That is this machine, not your solution: try again, or "
-                "check fewer device counts at once (--devices)"
+    def _fail(self, number: int, failure: str, hint: str | None = None) -> None:
+        """The run ``number`` failed so; the solutions after it never ran."""
+        self.runs[number].failure = failure
+        self.runs[number].hint = hint
+        for later in self.runs[number + 1 :]:
+            later.failure = later.failure or (
+                "not run: an earlier solution in the same check stopped the solution's process"
             )
-        elif self.phase == "importing your file":
+
+    def _tampered(self, number: int, every: bool = False) -> None:
+        failure = (
+            "the checker received messages it never asked for: a solution must not write to the "
+            "checker's file descriptors or change how its process answers"
+        )
+        if every:
+            self.fail_all(failure)
+        else:
+            self._fail(number, failure)
+
+    def _timed_out(self, number: int, phase: str) -> None:
+        if phase == "importing your file":
             self._fail(
+                number,
                 f"importing your file took more than {self.case_timeout:g} s: code at the top "
                 "level of the file loops or waits (an endless loop, input(), a long sleep)",
                 "move that code into the function, or delete it",
             )
         else:
             self._fail(
-                f"{self.phase} took more than {self.case_timeout:g} s",
+                number,
+                f"{phase} took more than {self.case_timeout:g} s",
                 "a shard_map that hangs usually has a collective that not every device reaches "
                 "(one inside a branch only some devices take); otherwise a loop never ends",
             )
 
-    def finish(self, returncode: int) -> None:
-        if self.done:
-            return
-        if returncode < 0:
-            how = f"was killed by {signal.Signals(-returncode).name}"
+    def _ended(self, number: int, phase: str) -> None:
+        process = self.runner.process
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=5)
+        code = process.returncode
+        if code is not None and code < 0:
+            how = f"was killed by {signal.Signals(-code).name}"
         else:
-            how = f"exited with code {returncode}"
-        if self.trusted:
-            tail = " | ".join(self._output_lines(0)[-3:])
-            self._fail(f"the checker's worker {how} while {self.phase}: {tail}")
-            return
+            how = f"exited with code {code}"
         self._fail(
-            f"the process {how} while {self.phase}, before every case was reported",
+            number,
+            f"the process {how} while {phase}, before every case was reported",
             "your code ended the process: os._exit, a crash in a native library, or XLA "
             "aborting a collective that not every device reached"
-            if self.phase != "importing your file"
+            if phase != "importing your file"
             else "your file ends the process when it is imported (os._exit?): remove that",
         )
+
+    def _tail(self) -> str:
+        return " | ".join(self._output_lines(0)[-3:])
 
     def attach_output(self) -> None:
         marks = sorted(self.output_marks.items(), key=lambda item: item[1])
@@ -522,36 +642,35 @@ class _Session:
 
 
 def _outcome(expected: dict[str, Any], answered: dict[str, Any]) -> Outcome:
-    value = decode(answered["value"]) if "value" in answered else None
     args = decode(expected["args"])
     kwargs = decode(expected["kwargs"])
     case_mesh = next((v for v in (*args, *kwargs.values()) if is_mesh(v)), None)
-    primitives = answered.get("primitives")
     return Outcome(
         inputs=str(expected["inputs"]),
         expected=decode(expected["expected"]),
-        expected_type=expected.get("expected_type"),
         args=args,
         kwargs=kwargs,
         raises=expected.get("raises"),
-        expect_type=bool(expected.get("expect_type")),
-        value=value,
+        exercises=expected.get("exercises"),
+        expected_layout=expected.get("expected_layout"),
+        value=decode(answered["value"]) if "value" in answered else None,
+        dtype=answered.get("dtype"),
         returned=answered.get("returned"),
-        type=answered.get("type"),
+        layout=answered.get("layout"),
+        sharding=answered.get("sharding"),
         error_type=answered.get("error_type"),
         error_message=str(answered.get("error_message", "")),
         raised_in_solution=bool(answered.get("raised_in_solution")),
-        primitives=frozenset(primitives) if primitives is not None else None,
+        program=answered.get("program"),
         trace_error=answered.get("trace_error"),
-        meshes=tuple(answered.get("meshes", ())),
         case_mesh=case_mesh,
     )
 
 
 def _judged(problem: Problem, number: int, outcome: Outcome) -> CaseReport:
-    problems = problem.judge(outcome)
-    hint = problem.hint_for(outcome) if problems else None
-    return CaseReport(number, outcome, problems, hint)
+    failures = problem.judge(outcome)
+    hint = problem.hint_for(outcome, failures) if failures else None
+    return CaseReport(number, outcome, failures, hint)
 
 
 def _run_lines(run: DeviceRun) -> list[str]:
@@ -583,8 +702,12 @@ def _run_lines(run: DeviceRun) -> list[str]:
             lines.append(f"    raised    {outcome.error_type}: {message}")
         elif outcome.value is not None:
             lines.append(f"    got       {_show(outcome.value)}")
-        if not outcome.error_type or outcome.raises:
-            lines += [f"    {line}" for line in case.problems]
+        for failure in case.failures:
+            lines.append(f"    not met: {failure.key}: {_plain_text(failure.text)}")
+            details = failure.lines
+            if outcome.error_type and not outcome.raises:
+                details = ()  # the error is shown above
+            lines += [f"      {line}" for line in details]
         if case.hint:
             lines.append(f"    hint: {case.hint}")
     hidden = sum(not case.passed for case in run.cases) - len(shown_failures)
@@ -596,6 +719,10 @@ def _run_lines(run: DeviceRun) -> list[str]:
         lines.append(f"  your code printed {len(run.output)} line(s); the last {len(shown)}:")
         lines += [f"    | {line}" for line in shown]
     return lines
+
+
+def _plain_text(markdown: str) -> str:
+    return markdown.replace("`", "")
 
 
 def _show(value: Any) -> str:

@@ -1,21 +1,31 @@
-"""What a practice problem is: its cases, the checks its answers must pass, and its hints.
+"""What a practice problem is: its cases, its requirements, and its hints.
 
 Every problem module in ``spmd_guide/practice/problems/`` builds one :class:`Problem` from its
-reference solution. The checker's worker calls ``Problem.make_cases`` and the reference in a
-fresh process before it loads a learner's file; the parent then judges each answer with
-:meth:`Problem.judge` and picks a hint with :meth:`Problem.hint_for`.
+reference solution. The reference's process (:mod:`spmd_guide.practice.reference_worker`) makes
+the cases and the expected answers; the solution's process
+(:mod:`spmd_guide.practice.solution_runner`) runs a learner's function on them; the parent
+judges each answer against the problem's requirements with :meth:`Problem.judge` and picks a
+hint with :meth:`Problem.hint_for`.
 """
 
 from __future__ import annotations
 
 import inspect
-import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
+from spmd_guide.practice.requirements import (
+    CaseKind,
+    Layout,
+    Program,
+    Refuses,
+    Requirement,
+    Returns,
+    Traceable,
+    UnderJit,
+)
 
 COLLECTIVES = frozenset(
     {"psum", "pmax", "pmin", "all_gather", "reduce_scatter", "ppermute", "all_to_all"}
@@ -25,26 +35,30 @@ COLLECTIVES = frozenset(
 
 @dataclass(frozen=True)
 class Case:
-    """One call of a problem's function: its arguments, and what a right answer must do.
+    """One call of a problem's function.
 
     ``raises`` names an exception class the function must raise itself (for input the
-    statement says to refuse); ``expect_type`` asks for the answer's ``jax.typeof`` too.
+    statement says to refuse); ``exercises`` names the requirement the case exists for (a
+    :class:`~spmd_guide.practice.requirements.Refuses` or
+    :class:`~spmd_guide.practice.requirements.CaseKind`), whose name its failures carry.
     """
 
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     raises: str | None = None
-    expect_type: bool = False
+    exercises: str | None = None
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """A case as the parent process receives it: its inputs, the expected answer, and what the
-    learner's function did. Meshes among ``args`` and ``kwargs`` arrive as dicts of axis sizes.
+    """A case as the parent process receives it: its inputs and expected answer (from the
+    reference's process), and what the learner's function did (from the solution's process).
+    Meshes among ``args`` and ``kwargs`` arrive as dicts of axis sizes, device ids and types.
 
     Exactly one of ``value``, ``error_type`` or ``returned`` describes the answer: ``value`` is
-    an array of numbers (or a dict of numbers), ``error_type`` an exception the function raised,
-    ``returned`` a description of anything else it returned.
+    an array of numbers (or a dict of them), ``error_type`` an exception the function raised,
+    ``returned`` a description of anything else it returned. ``layout`` maps each part of the
+    answer ("" for a lone array) to its blocks by device id; ``program`` summarises its jaxpr.
     """
 
     inputs: str
@@ -52,18 +66,28 @@ class Outcome:
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     raises: str | None = None
-    expect_type: bool = False
-    expected_type: str | None = None
+    exercises: str | None = None
+    expected_layout: Mapping[str, Any] | None = None
     value: Any = None
+    dtype: str | None = None
     returned: str | None = None
-    type: str | None = None
+    layout: Mapping[str, Any] | None = None
+    sharding: Mapping[str, str] | None = None
     error_type: str | None = None
     error_message: str = ""
     raised_in_solution: bool = False
-    primitives: frozenset[str] | None = None
+    program: Mapping[str, Any] | None = None
     trace_error: str | None = None
-    meshes: tuple[Mapping[str, Any], ...] = ()
     case_mesh: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A requirement a case did not meet, and how."""
+
+    key: str
+    text: str
+    lines: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -82,11 +106,13 @@ class ErrorHint:
 
 @dataclass(frozen=True)
 class ResultHint:
-    """A hint for a wrong answer that ``test(outcome)`` recognises (it reads ``outcome.args``,
-    ``outcome.expected`` and ``outcome.value``)."""
+    """A hint for an answer that failed ``requirement`` (by default, its numbers) in the way
+    ``test(outcome)`` recognises (it reads ``outcome.args``, ``outcome.expected``,
+    ``outcome.value`` and ``outcome.sharding``)."""
 
     test: Callable[[Outcome], bool]
     text: str
+    requirement: str = "result"
 
     def matches(self, outcome: Outcome) -> bool:
         if outcome.value is None or outcome.error_type:
@@ -146,9 +172,9 @@ COMMON_HINTS: tuple[Hint, ...] = (
     ErrorHint(
         "ValueError",
         "can only be used outside of `jax.jit`",
-        "the checker calls your function under jax.jit, as a training step would be, and "
-        "jax.set_mesh cannot be entered while tracing: pass NamedSharding(mesh, P(...)) "
-        "instead of a bare P(...)",
+        "the checker traces your function (the requirements say how), and jax.set_mesh "
+        "cannot be entered while tracing: pass NamedSharding(mesh, P(...)) instead of a bare "
+        "P(...)",
     ),
     ErrorHint(
         "ValueError",
@@ -182,19 +208,14 @@ class Problem:
 
     Attributes:
         reference: the reference solution; its name is the function a learner defines, its
-            signature the one the starter shows, its docstring the statement.
+            signature the one the starter shows, its docstring the explanation and inputs.
         title, difficulty, teaches: how the problem is listed.
-        page: the problem's page under docs/problems/, without the suffix.
         make_cases: the cases, for the number of devices JAX started with.
+        requirements: what the statement asks, in the order it lists them; the first is the
+            :class:`~spmd_guide.practice.requirements.Returns` that compares the numbers. The
+            page, the starter and the checker all read this one list.
         hints: hints for this problem's common mistakes, most specific first.
-        uses: primitives a right answer must use (in its jaxpr), e.g. {"shard_map"}.
-        forbids: primitives it must not use.
         starter_imports: import lines the starter file begins with.
-        compare: how an answer differs from the expected one (lines; empty when right).
-        traced: whether answers on meshes are computed under ``jax.jit`` and their jaxpr read
-            for ``uses``, ``forbids`` and the mesh. False for problems whose statement allows
-            ``with jax.set_mesh(mesh):``, which cannot be entered while tracing; such a problem
-            checks its layouts with ``Case.expect_type`` instead.
         answer: computes the expected answer from a case's arguments, when that is not what
             the reference returns: e.g. counts read from a compiled program, which a reference
             predicting them must match.
@@ -205,18 +226,28 @@ class Problem:
     difficulty: str
     teaches: str
     make_cases: Callable[[int], list[Case]]
+    requirements: tuple[Requirement, ...]
     hints: tuple[Hint, ...] = ()
-    uses: frozenset[str] = frozenset()
-    forbids: frozenset[str] = frozenset()
     starter_imports: tuple[str, ...] = (
         "import jax",
         "import jax.numpy as jnp",
         "import numpy as np",
         "from jax.sharding import Mesh, NamedSharding, PartitionSpec as P",
     )
-    compare: Callable[[Any, Any], list[str]] | None = None
-    traced: bool = True
     answer: Callable[..., Any] | None = None
+
+    def __post_init__(self) -> None:
+        keys = [r.key for r in self.requirements]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"{self.name}: two requirements share a key: {keys}")
+        if not self.requirements or not isinstance(self.requirements[0], Returns):
+            raise ValueError(f"{self.name}: the first requirement must be a Returns")
+        tracing = [r for r in self.requirements if isinstance(r, Traceable | UnderJit)]
+        if self.traced and len(tracing) != 1:
+            raise ValueError(
+                f"{self.name}: program checks need one requirement that says the function is "
+                "traced: Traceable, or UnderJit"
+            )
 
     @property
     def name(self) -> str:
@@ -235,115 +266,114 @@ class Problem:
 
     @property
     def statement(self) -> str:
+        """The reference's docstring: what the function does and what it is given."""
         return inspect.cleandoc(self.reference.__doc__ or "")
 
-    def judge(self, outcome: Outcome) -> list[str]:
-        """Why ``outcome`` is not a right answer to its case: empty when it is."""
+    @property
+    def jit(self) -> bool:
+        """Whether the checker calls the function under ``jax.jit`` (the statement says so)."""
+        return any(isinstance(r, UnderJit) for r in self.requirements)
+
+    @property
+    def traced(self) -> bool:
+        """Whether the checker reads the function's jaxpr for program requirements."""
+        return any(isinstance(r, Program) for r in self.requirements)
+
+    @property
+    def layout(self) -> Layout | None:
+        """The requirement on how the answer is laid out, if the statement makes one."""
+        return next((r for r in self.requirements if isinstance(r, Layout)), None)
+
+    def requirement(self, key: str) -> Requirement:
+        """The requirement called ``key``."""
+        for requirement in self.requirements:
+            if requirement.key == key:
+                return requirement
+        raise KeyError(f"{self.name} has no requirement {key!r}")
+
+    def judge(self, outcome: Outcome) -> list[Failure]:
+        """The requirements ``outcome`` does not meet: empty when it is a right answer."""
         if outcome.raises:
-            if outcome.error_type == outcome.raises and outcome.raised_in_solution:
-                return []
-            if outcome.error_type == outcome.raises:
-                return [
-                    f"a {outcome.raises} came from inside JAX, not from your function: check "
-                    "the input yourself and raise one that says what is wrong and how to fix it"
-                ]
-            got = f"raised {outcome.error_type}" if outcome.error_type else "returned a value"
-            return [f"expected your function to raise {outcome.raises}, but it {got}"]
-        if outcome.error_type:
-            return [f"raised {outcome.error_type}: {outcome.error_message or '(no message)'}"]
-        if outcome.value is None:
-            return [
-                f"your function returned {outcome.returned}; expected {_kind(outcome.expected)}"
-            ]
-        lines = (self.compare or compare_arrays)(outcome.expected, outcome.value)
-        if not lines and outcome.expect_type and outcome.type != outcome.expected_type:
-            lines = [f"type: expected {outcome.expected_type}, got {outcome.type}"]
-        return lines or self._requirements(outcome)
+            owner = self.requirement(outcome.exercises or "")
+            return _failed(owner, owner.check(outcome))
+        result = self.requirements[0]
+        lines = result.check(outcome)
+        if lines:
+            # An error under tracing belongs to the rule that says the function is traced;
+            # any other wrong answer on a case made for a kind of input, to that kind.
+            for requirement in self.requirements:
+                if isinstance(requirement, UnderJit | Traceable) and requirement.check(outcome):
+                    return _failed(requirement, lines)
+            if outcome.exercises and outcome.error_type:
+                # Input of that kind made the function raise: the kind is what it missed.
+                return _failed(self.requirement(outcome.exercises), lines)
+            return _failed(result, lines)
+        failures: list[Failure] = []
+        for requirement in self.requirements[1:]:
+            if not isinstance(requirement, Refuses | CaseKind):
+                failures += _failed(requirement, requirement.check(outcome))
+        return failures
 
-    def _requirements(self, outcome: Outcome) -> list[str]:
-        if not self.traced or (not (self.uses or self.forbids) and outcome.case_mesh is None):
-            return []
-        if outcome.primitives is None:
-            return [
-                "the checker could not trace your function with jax.make_jaxpr to see how it "
-                f"computes ({outcome.trace_error}); keep NumPy conversions and Python "
-                "decisions on array values out of it"
-            ]
-        required = self.uses
-        if outcome.case_mesh is not None and math.prod(outcome.case_mesh["axes"].values()) == 1:
-            # One device needs no communication: a ring of n - 1 steps has none.
-            required = required & {"shard_map"}
-        used = sorted(self.forbids & outcome.primitives)
-        if used:
-            return [
-                f"right numbers, but computed with {', '.join(used)}, which this problem "
-                "asks you to build yourself"
-            ]
-        missing = sorted(required - outcome.primitives)
-        if missing:
-            return [
-                f"right numbers, but computed without {', '.join(missing)}, which this "
-                "problem is about"
-            ]
-        given = outcome.case_mesh
-        if given is not None and any(not _same_mesh(given, used) for used in outcome.meshes):
-            return [
-                f"right numbers, but a shard_map ran on another mesh than the one given "
-                f"({_axes(given['axes'])} over devices {given['devices']}): use the mesh argument"
-            ]
-        return []
-
-    def hint_for(self, outcome: Outcome) -> str | None:
-        """The first of this problem's hints, then the common ones, that fits ``outcome``."""
+    def hint_for(self, outcome: Outcome, failures: Sequence[Failure] = ()) -> str | None:
+        """The first of this problem's hints, then the common ones, that fits ``outcome``: a
+        hint on a result only when the requirement it is about is what failed."""
+        failed = {f.key for f in failures}
         for hint in (*self.hints, *COMMON_HINTS):
+            if isinstance(hint, ResultHint) and hint.requirement not in failed:
+                continue
             if hint.matches(outcome):
                 return hint.text
         return None
 
 
-def compare_arrays(expected: Any, got: Any, *, rtol: float = 1e-4, atol: float = 1e-5) -> list[str]:
-    """How the array ``got`` differs from ``expected``: empty when shapes and values agree."""
-    expected = np.asarray(expected)
-    got = np.asarray(got)
-    if got.shape != expected.shape:
-        return [f"shape: expected {expected.shape}, got {got.shape}"]
-    if not np.issubdtype(got.dtype, np.number) and got.dtype != bool:
-        return [f"expected numbers, got an array of {got.dtype}"]
-    if np.isnan(got).any() and not np.isnan(expected).any():
-        return [f"{int(np.isnan(got).sum())} of {got.size} values are NaN"]
-    close = np.isclose(got, expected, rtol=rtol, atol=atol)
-    if close.all():
-        return []
-    if expected.size == 1:
-        return [f"off by {(got - expected).item():+.6g}"]
-    wrong = np.argwhere(~close)
-    lines = [f"{len(wrong)} of {expected.size} values differ; the first:"]
-    for position in wrong[:3]:
-        index = tuple(int(i) for i in position)
-        lines.append(f"  at {index}: expected {expected[index]:.6g}, got {got[index]:.6g}")
-    return lines
+def statement_markdown(problem: Problem) -> str:
+    """The problem as its page states it: the signature, what the function is given, and the
+    requirements the checker checks, by name."""
+    lines = [f"Write `{problem.signature}`.", ""]
+    given = docstring_section(problem.statement, "Args")
+    if given:
+        lines += ["It is given:", ""]
+        lines += [f"- `{name}`: {text}" for name, text in given]
+        lines.append("")
+    lines += [
+        "It must meet each of these requirements; the checker checks them by name, on 1, 2, 4 "
+        "and 8 devices:",
+        "",
+    ]
+    lines += [f"- **{r.key}**: {r.text}" for r in problem.requirements]
+    return "\n".join(lines)
 
 
-def compare_dicts(expected: Mapping[str, Any], got: Any) -> list[str]:
-    """How the dict of arrays ``got`` differs from ``expected``, key by key."""
-    keys = ", ".join(f'"{k}"' for k in expected)
-    if not isinstance(got, dict) or set(got) != set(expected):
-        return [f"expected a dict with the keys {keys}"]
-    return [f"{k}: {line}" for k in expected for line in compare_arrays(expected[k], got[k])]
+def statement_text(problem: Problem) -> str:
+    """The requirements as the starter file lists them, in plain text."""
+    lines = ["Requirements, each checked by name:"]
+    for requirement in problem.requirements:
+        text = requirement.text.replace("`", "")
+        lines.append(f"- {requirement.key}: {text}")
+    return "\n".join(lines)
 
 
-def _kind(expected: Any) -> str:
-    if isinstance(expected, dict):
-        return "a dict"
-    array = np.asarray(expected)
-    return f"an array of shape {array.shape}" if array.ndim else "a scalar array"
+def docstring_section(docstring: str, title: str) -> list[tuple[str, str]]:
+    """The entries of a Google-style docstring section, e.g. ``Args``: (name, text) pairs,
+    continuation lines joined."""
+    entries: list[tuple[str, str]] = []
+    inside = False
+    for line in docstring.splitlines():
+        if line.strip() == f"{title}:":
+            inside = True
+            continue
+        if not inside:
+            continue
+        if line and not line.startswith(" "):
+            break
+        match = re.match(r"^    (\S[^:]*):\s*(.*)$", line)
+        if match:
+            entries.append((match.group(1), match.group(2)))
+        elif line.strip() and entries:
+            name, text = entries[-1]
+            entries[-1] = (name, f"{text} {line.strip()}")
+    return entries
 
 
-def _same_mesh(given: Mapping[str, Any], used: Mapping[str, Any]) -> bool:
-    if dict(used["axes"]) != dict(given["axes"]):
-        return False
-    return used.get("devices") is None or list(used["devices"]) == list(given["devices"])
-
-
-def _axes(axes: Mapping[str, int]) -> str:
-    return ", ".join(f"{name!r}: {size}" for name, size in axes.items())
+def _failed(requirement: Requirement, lines: Sequence[str]) -> list[Failure]:
+    return [Failure(requirement.key, requirement.text, tuple(lines))] if lines else []

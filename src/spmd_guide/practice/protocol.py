@@ -1,7 +1,9 @@
-"""How values travel from the checker's worker to its parent: JSON lines, arrays as .npy bytes.
+"""How values travel between the checker's processes: JSON lines, arrays as .npy bytes.
 
 Nothing here unpickles: the parent decodes only numbers, strings, arrays of numbers and mesh
-descriptions, so whatever a learner's code writes can at worst be a wrong answer.
+descriptions, so whatever a learner's code writes can at worst be a wrong answer. This module
+imports nothing but NumPy, because the solution's process loads it by its file path, where the
+rest of :mod:`spmd_guide` is not importable.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ def encode(value: Any) -> Any:
             "mesh": {
                 "axes": dict(mesh_axes),
                 "devices": [int(d.id) for d in value.devices.flat],
+                "types": [t.name for t in value.axis_types],
             }
         }
     buffer = io.BytesIO()
@@ -35,7 +38,8 @@ def encode(value: Any) -> Any:
 
 
 def decode(data: Any) -> Any:
-    """The value :func:`encode` made; a mesh comes back as ``{"axes": ..., "devices": ...}``."""
+    """The value :func:`encode` made; a mesh comes back as ``{"axes": ..., "devices": ...,
+    "types": ...}``, axis sizes, device ids in mesh order and axis types by name."""
     if not isinstance(data, dict) or len(data) != 1:
         raise ValueError(f"not an encoded value: {str(data)[:80]}")
     ((kind, body),) = data.items()
@@ -46,7 +50,11 @@ def decode(data: Any) -> Any:
     if kind == "plain":
         return body
     if kind == "mesh":
-        return {"axes": dict(body["axes"]), "devices": list(body["devices"])}
+        return {
+            "axes": {str(k): int(v) for k, v in dict(body["axes"]).items()},
+            "devices": [int(d) for d in body["devices"]],
+            "types": [str(t) for t in body["types"]],
+        }
     if kind == "npy":
         return np.load(io.BytesIO(base64.b64decode(body)), allow_pickle=False)
     raise ValueError(f"not an encoded value: {kind!r}")
@@ -54,4 +62,4 @@ def decode(data: Any) -> Any:
 
 def is_mesh(value: Any) -> bool:
     """Whether ``value`` is a decoded mesh."""
-    return isinstance(value, dict) and set(value) == {"axes", "devices"}
+    return isinstance(value, dict) and set(value) == {"axes", "devices", "types"}

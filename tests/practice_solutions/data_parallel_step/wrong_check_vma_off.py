@@ -1,4 +1,5 @@
-"""Expected hint: the step from the first device's rows alone
+"""Expected: fails result
+Hint: the step from the first device's rows alone
 
 The replication check is switched off and the gradients are never combined.
 """

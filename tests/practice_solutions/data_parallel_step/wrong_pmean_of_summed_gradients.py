@@ -1,4 +1,5 @@
-"""Expected hint: arrives already summed over the devices
+"""Expected: fails result
+Hint: arrives already summed over the devices
 
 The natural first attempt: the gradient, then a pmean. The parameters are replicated, so the
 gradient is already a sum over the devices, and the pmean of a shared value changes nothing.

@@ -1,4 +1,6 @@
-"""Expected hint: a bare P(...) means nothing without a mesh"""
+"""Expected: fails result
+Hint: a bare P(...) means nothing without a mesh
+"""
 
 import jax
 import jax.numpy as jnp

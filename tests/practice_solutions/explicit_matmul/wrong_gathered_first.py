@@ -1,4 +1,6 @@
-"""Expected hint: every device holds whole rows of the result"""
+"""Expected: fails layout
+Hint: every device holds whole rows of the result
+"""
 
 import jax
 from jax.sharding import NamedSharding

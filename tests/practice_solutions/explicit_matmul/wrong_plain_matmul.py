@@ -1,4 +1,6 @@
-"""Expected hint: JAX will not guess its layout"""
+"""Expected: fails result
+Hint: JAX will not guess its layout
+"""
 
 import jax
 from jax.sharding import NamedSharding

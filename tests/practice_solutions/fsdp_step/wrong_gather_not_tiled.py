@@ -1,4 +1,6 @@
-"""Expected hint: all_gather without tiled=True stacks the shards on a new axis"""
+"""Expected: fails result
+Hint: all_gather without tiled=True stacks the shards on a new axis
+"""
 
 import jax
 import jax.numpy as jnp

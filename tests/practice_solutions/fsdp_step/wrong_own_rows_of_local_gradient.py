@@ -1,4 +1,6 @@
-"""Expected hint: the gradients were never combined across devices"""
+"""Expected: fails result
+Hint: the gradients were never combined across devices
+"""
 
 import jax
 import jax.numpy as jnp

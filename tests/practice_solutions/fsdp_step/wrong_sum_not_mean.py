@@ -1,4 +1,6 @@
-"""Expected hint: divide by n for their mean"""
+"""Expected: fails result
+Hint: divide by n for their mean
+"""
 
 import jax
 import jax.numpy as jnp

@@ -1,4 +1,4 @@
-"""Expected hint: wrong on this non-square mesh
+"""Expected: fails result
 
 Written for a 2x2 mesh: the block height of w is hard-coded as half its rows.
 """

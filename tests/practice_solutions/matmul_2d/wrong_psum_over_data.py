@@ -1,4 +1,6 @@
-"""Expected hint: psum over 'model', the axis the contraction is split over"""
+"""Expected: fails result
+Hint: psum over 'model', the axis the contraction is split over
+"""
 
 import jax
 from jax.sharding import NamedSharding

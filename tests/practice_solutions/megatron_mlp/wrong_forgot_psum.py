@@ -1,4 +1,6 @@
-"""Expected hint: the psum over 'model' is missing"""
+"""Expected: fails result
+Hint: the psum over 'model' is missing
+"""
 
 import jax
 from jax.sharding import NamedSharding

@@ -1,4 +1,6 @@
-"""Expected hint: partial outputs, stacked"""
+"""Expected: fails result
+Hint: partial outputs, stacked
+"""
 
 import jax
 from jax.sharding import NamedSharding

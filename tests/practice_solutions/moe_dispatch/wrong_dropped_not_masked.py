@@ -1,4 +1,6 @@
-"""Expected hint: the dropped ones are not zeros"""
+"""Expected: fails result
+Hint: the dropped ones are not zeros
+"""
 
 import jax
 import jax.numpy as jnp

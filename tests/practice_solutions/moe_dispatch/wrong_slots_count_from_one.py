@@ -1,4 +1,6 @@
-"""Expected hint: each device sent each expert it filled one token too few"""
+"""Expected: fails result
+Hint: each device sent each expert it filled one token too few
+"""
 
 import jax
 import jax.numpy as jnp

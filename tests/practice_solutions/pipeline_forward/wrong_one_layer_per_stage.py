@@ -1,4 +1,6 @@
-"""Expected hint: only the first of each stage's layers was applied"""
+"""Expected: fails result
+Hint: only the first of each stage's layers was applied
+"""
 
 import jax
 import jax.numpy as jnp

@@ -1,4 +1,6 @@
-"""Expected hint: run microbatches + S - 1 ticks"""
+"""Expected: fails result
+Hint: run microbatches + S - 1 ticks
+"""
 
 import jax
 import jax.numpy as jnp

@@ -1,4 +1,6 @@
-"""Expected hint: an axis with one device needs no collective"""
+"""Expected: fails result
+Hint: an axis with one device needs no collective
+"""
 
 
 def predict_collectives(data, model):

@@ -1,4 +1,6 @@
-"""Expected hint: name the collectives as the compiled program does"""
+"""Expected: fails result
+Hint: name the collectives as the compiled program does
+"""
 
 
 def predict_collectives(data, model):

@@ -1,4 +1,6 @@
-"""Expected hint: two reductions, not one"""
+"""Expected: fails result
+Hint: two reductions, not one
+"""
 
 
 def predict_collectives(data, model):

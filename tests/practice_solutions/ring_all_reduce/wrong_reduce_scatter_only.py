@@ -1,4 +1,6 @@
-"""Expected hint: that is the reduce-scatter half"""
+"""Expected: fails result
+Hint: that is the reduce-scatter half
+"""
 
 import jax
 import jax.numpy as jnp

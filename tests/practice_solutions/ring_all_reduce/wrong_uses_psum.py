@@ -1,4 +1,4 @@
-"""Expected hint: computed with psum, which this problem asks you to build yourself
+"""Expected: fails ppermute_only
 
 Right numbers from the built-in collective; the problem is to build it from ppermute.
 """

@@ -1,4 +1,5 @@
-"""Expected hint: computed with all_gather, which this problem asks you to build yourself"""
+"""Expected: fails ring
+"""
 
 import jax
 import jax.numpy as jnp

@@ -1,4 +1,6 @@
-"""Expected hint: multiply the running sum and the weighted values by exp(old_max - new_max)"""
+"""Expected: fails result
+Hint: multiply the running sum and the weighted values by exp(old_max - new_max)
+"""
 
 import jax
 import jax.numpy as jnp

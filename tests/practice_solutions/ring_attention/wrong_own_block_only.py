@@ -1,4 +1,6 @@
-"""Expected hint: each block of queries attended only to its own block of keys"""
+"""Expected: fails result
+Hint: each block of queries attended only to its own block of keys
+"""
 
 import jax
 import jax.numpy as jnp

@@ -1,4 +1,6 @@
-"""Expected hint: per-device partial sums, stacked"""
+"""Expected: fails result
+Hint: per-device partial sums, stacked
+"""
 
 import jax
 import jax.numpy as jnp

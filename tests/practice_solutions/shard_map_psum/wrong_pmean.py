@@ -1,4 +1,6 @@
-"""Expected hint: jax.lax.pmean averages"""
+"""Expected: fails result
+Hint: jax.lax.pmean averages
+"""
 
 import jax
 import jax.numpy as jnp

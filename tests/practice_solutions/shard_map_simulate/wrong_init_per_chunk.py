@@ -1,4 +1,6 @@
-"""Expected hint: computed with different parameters"""
+"""Expected: fails result
+Hint: computed with different parameters
+"""
 
 import flax.linen as nn
 import jax

@@ -1,4 +1,6 @@
-"""Expected hint: cast them with int() first"""
+"""Expected: fails result
+Hint: cast them with int() first
+"""
 
 import flax.linen as nn
 import jax

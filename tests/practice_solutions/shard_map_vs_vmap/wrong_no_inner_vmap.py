@@ -1,4 +1,6 @@
-"""Expected hint: map the per-row function over the block's rows with jax.vmap"""
+"""Expected: fails result
+Hint: map the per-row function over the block's rows with jax.vmap
+"""
 
 import jax
 import jax.numpy as jnp

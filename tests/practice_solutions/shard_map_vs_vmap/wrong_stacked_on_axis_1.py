@@ -1,4 +1,6 @@
-"""Expected hint: stack along axis 0, not 1"""
+"""Expected: fails result
+Hint: stack along axis 0, not 1
+"""
 
 import jax
 import jax.numpy as jnp

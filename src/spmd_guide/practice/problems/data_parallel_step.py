@@ -29,8 +29,6 @@ def data_parallel_step(params, x, y, *, mesh, lr):
         mesh: a mesh with an axis ``'data'``.
         lr: the learning rate.
 
-    Returns:
-        The updated parameters, a dict like ``params``.
     """
 
     def loss(params, x, y):
@@ -55,8 +53,20 @@ def data_parallel_step(params, x, y, *, mesh, lr):
 
 import numpy as np
 
-from spmd_guide.practice.cases import normal, one_axis_meshes
-from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint, compare_dicts
+from spmd_guide.practice.cases import kind, normal, one_axis_meshes
+from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
+from spmd_guide.practice.requirements import (
+    EXPLICIT_MESHES,
+    GIVEN_MESH,
+    Layout,
+    Program,
+    Returns,
+    UnderJit,
+    compare_dicts,
+    enters_as,
+    every,
+    uses,
+)
 
 
 def _cases(devices: int) -> list[Case]:
@@ -65,7 +75,8 @@ def _cases(devices: int) -> list[Case]:
         rows = 4 * mesh.shape["data"]
         params = {"w": normal(60 + seed, 3, 2), "b": normal(70 + seed, 2)}
         x, y = normal(80 + seed, rows, 3), normal(90 + seed, rows, 2)
-        cases.append(Case((params, x, y), {"mesh": mesh, "lr": 0.1}))
+        lr = (0.1, 0.03, 0.25)[seed % 3]
+        cases.append(Case((params, x, y), {"mesh": mesh, "lr": lr}, exercises=kind(mesh)))
     return cases
 
 
@@ -111,8 +122,36 @@ PROBLEM = Problem(
     difficulty="medium",
     teaches="data parallelism by hand: split the batch, pmean the gradients, replicated update",
     make_cases=_cases,
-    uses=frozenset({"shard_map", "psum"}),
-    compare=compare_dicts,
+    requirements=(
+        Returns(
+            "result",
+            "It returns the updated parameters, a dict like `params`, equal to one SGD step with "
+            "learning rate `lr` on the whole batch.",
+            compare=compare_dicts,
+        ),
+        UnderJit(
+            "jit",
+            "It works under `jax.jit`, as a training step is called (the checker also reads "
+            "its program with `jax.make_jaxpr`).",
+        ),
+        Program(
+            "split_batch",
+            "Each device computes gradients on its own rows only: a `jax.shard_map` over "
+            "`'data'` receives `x` in blocks of B / n rows, and the gradients are averaged "
+            "with a collective (`jax.lax.pmean` or `psum`).",
+            test=every(
+                uses("shard_map", "psum"),
+                enters_as(lambda o: {"x": (len(o.args[1]) // _devices(o), o.args[1].shape[1])}),
+            ),
+        ),
+        Layout(
+            "layout",
+            "The new parameters are replicated: laid out as `P()` on every device of `mesh`.",
+            spec={"w": P(), "b": P()},
+        ),
+        EXPLICIT_MESHES,
+        GIVEN_MESH,
+    ),
     hints=(
         ResultHint(
             _summed,

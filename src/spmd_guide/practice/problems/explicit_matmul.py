@@ -22,12 +22,9 @@ def explicit_matmul(x, w, *, mesh):
     ``float32[8@data,12@model]``.
 
     Args:
-        x: shape (B, d); B divides over ``'data'`` and d over ``'model'``.
-        w: shape (d, h); h divides over ``'model'``.
+        x: shape (B, d), a NumPy array; B divides over ``'data'`` and d over ``'model'``.
+        w: shape (d, h), a NumPy array; h divides over ``'model'``.
         mesh: a mesh with Explicit axes ``'data'`` and ``'model'``.
-
-    Returns:
-        ``x @ w``, shape (B, h), laid out as ``P('data', 'model')`` on ``mesh``.
     """
     x = jax.device_put(x, NamedSharding(mesh, P("data", "model")))
     w = jax.device_put(w, NamedSharding(mesh, P("model", None)))
@@ -38,6 +35,7 @@ def explicit_matmul(x, w, *, mesh):
 
 from spmd_guide.practice.cases import normal, two_axis_meshes
 from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
+from spmd_guide.practice.requirements import Layout, Returns
 
 
 def _cases(devices: int) -> list[Case]:
@@ -46,16 +44,20 @@ def _cases(devices: int) -> list[Case]:
         rows, columns = mesh.shape["data"], mesh.shape["model"]
         x = normal(150 + seed, 2 * rows, 3 * columns)
         w = normal(160 + seed, 3 * columns, 2 * columns)
-        cases.append(Case((x, w), {"mesh": mesh}, expect_type=True))
+        cases.append(Case((x, w), {"mesh": mesh}))
     return cases
 
 
+def _shown(o) -> str:
+    return (o.sharding or {}).get("", "")
+
+
 def _columns_whole(o) -> bool:
-    return o.type is not None and "@" in o.type and not o.type.rstrip("]").endswith("@model")
+    return "@" in _shown(o) and not _shown(o).rstrip("])").endswith("@model")
 
 
 def _not_placed(o) -> bool:
-    return o.type is not None and "@" not in o.type
+    return "@" not in _shown(o)
 
 
 PROBLEM = Problem(
@@ -64,19 +66,29 @@ PROBLEM = Problem(
     difficulty="easy",
     teaches="explicit sharding: a split contraction needs out_sharding, and jax.typeof shows it",
     make_cases=_cases,
-    traced=False,
+    requirements=(
+        Returns("result", "It returns `x @ w`, shape (B, h)."),
+        Layout(
+            "layout",
+            "The product is laid out as `P('data', 'model')` on `mesh`, each device holding "
+            "only its own block, and `jax.typeof` of it shows so.",
+            spec=P("data", "model"),
+        ),
+    ),
     hints=(
         ResultHint(
             _not_placed,
             "the numbers are right but the answer carries no layout: place x and w on the mesh "
             "first, jax.device_put(x, NamedSharding(mesh, P('data', 'model'))) and w as "
             "P('model', None)",
+            requirement="layout",
         ),
         ResultHint(
             _columns_whole,
             "the numbers are right but every device holds whole rows of the result: ask for "
             "the layout in the matmul itself, jnp.matmul(x, w, out_sharding=NamedSharding(mesh, "
             "P('data', 'model'))), so each device keeps only its own block",
+            requirement="layout",
         ),
         ErrorHint(
             "ShardingTypeError",

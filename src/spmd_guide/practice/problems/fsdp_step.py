@@ -34,8 +34,6 @@ def fsdp_step(params, x, y, *, mesh, lr):
         mesh: a mesh with an axis ``'data'``.
         lr: the learning rate.
 
-    Returns:
-        The updated parameters, a dict like ``params``.
     """
     devices = mesh.shape["data"]
 
@@ -66,8 +64,20 @@ def fsdp_step(params, x, y, *, mesh, lr):
 
 import numpy as np
 
-from spmd_guide.practice.cases import normal, one_axis_meshes
-from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint, compare_dicts
+from spmd_guide.practice.cases import kind, normal, one_axis_meshes
+from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
+from spmd_guide.practice.requirements import (
+    EXPLICIT_MESHES,
+    GIVEN_MESH,
+    Layout,
+    Program,
+    Returns,
+    UnderJit,
+    compare_dicts,
+    enters_as,
+    every,
+    uses,
+)
 
 
 def _cases(devices: int) -> list[Case]:
@@ -76,8 +86,16 @@ def _cases(devices: int) -> list[Case]:
         n = mesh.shape["data"]
         params = {"w1": normal(200 + seed, 2 * n, 3 * n), "w2": normal(210 + seed, 3 * n, 2)}
         x, y = normal(220 + seed, 4 * n, 2 * n), normal(230 + seed, 4 * n, 2)
-        cases.append(Case((params, x, y), {"mesh": mesh, "lr": 0.1}))
+        lr = (0.1, 0.04, 0.3)[seed % 3]
+        cases.append(Case((params, x, y), {"mesh": mesh, "lr": lr}, exercises=kind(mesh)))
     return cases
+
+
+def _blocks(o) -> dict[str, tuple[int, ...]]:
+    params, x, y = o.args
+    n = _devices(o)
+    named = {"w1": params["w1"], "w2": params["w2"], "x": x, "y": y}
+    return {k: (v.shape[0] // n, *v.shape[1:]) for k, v in named.items()}
 
 
 def _devices(o) -> int:
@@ -137,8 +155,40 @@ PROBLEM = Problem(
     difficulty="hard",
     teaches="FSDP: weights stored sharded, all-gathered for use, gradients reduce-scattered",
     make_cases=_cases,
-    uses=frozenset({"shard_map", "all_gather", "reduce_scatter"}),
-    compare=compare_dicts,
+    requirements=(
+        Returns(
+            "result",
+            "It returns the updated parameters, a dict like `params`, equal to one SGD step "
+            "with learning rate `lr` on the whole batch.",
+            compare=compare_dicts,
+        ),
+        UnderJit(
+            "jit",
+            "It works under `jax.jit`, as a training step is called (the checker also reads "
+            "its program with `jax.make_jaxpr`).",
+        ),
+        Program(
+            "stored_split",
+            "Each device stores only its rows of each weight and of the batch: a "
+            "`jax.shard_map` over `'data'` receives `w1`, `w2`, `x` and `y` in blocks of 1 / n "
+            "of their rows.",
+            test=every(uses("shard_map"), enters_as(_blocks)),
+        ),
+        Program(
+            "gather_and_scatter",
+            "Weights are gathered whole for use with `jax.lax.all_gather`, and gradients "
+            "summed back onto their shards by a reduce-scatter (`jax.lax.psum_scatter`, or "
+            "the transpose of the `all_gather`).",
+            test=uses("all_gather", "reduce_scatter"),
+        ),
+        Layout(
+            "layout",
+            "The new parameters come back laid out as they went in: `P('data', None)`.",
+            spec={"w1": P("data", None), "w2": P("data", None)},
+        ),
+        EXPLICIT_MESHES,
+        GIVEN_MESH,
+    ),
     hints=(
         ResultHint(
             _summed,

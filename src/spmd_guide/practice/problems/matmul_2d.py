@@ -21,8 +21,6 @@ def matmul_2d(x, w, *, mesh):
         w: an array of shape (d, h).
         mesh: a mesh with axes ``'data'`` and ``'model'``.
 
-    Returns:
-        ``x @ w``, shape (B, h), split over ``'data'`` by rows.
     """
 
     def block(x_block, w_rows):
@@ -42,8 +40,21 @@ def matmul_2d(x, w, *, mesh):
 # end solution
 
 
-from spmd_guide.practice.cases import normal, two_axis_meshes
-from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
+from jax.sharding import AxisType
+
+from spmd_guide.practice.cases import kind, normal, two_axis_meshes
+from spmd_guide.practice.problem import Case, ErrorHint, Problem
+from spmd_guide.practice.requirements import (
+    EXPLICIT_MESHES,
+    GIVEN_MESH,
+    TRACEABLE,
+    Layout,
+    Program,
+    Returns,
+    enters_as,
+    every,
+    uses,
+)
 
 
 def _cases(devices: int) -> list[Case]:
@@ -51,13 +62,24 @@ def _cases(devices: int) -> list[Case]:
     for seed, mesh in enumerate(two_axis_meshes(devices, ("data", "model"))):
         rows, columns = mesh.shape["data"], mesh.shape["model"]
         x = normal(150 + seed, 2 * rows, 3 * columns)
-        cases.append(Case((x, normal(160 + seed, 3 * columns, 5)), {"mesh": mesh}))
+        w = normal(160 + seed, 3 * columns, 5)
+        cases.append(Case((x, w), {"mesh": mesh}, exercises=kind(mesh)))
+    # One mesh with Auto axes, so that a failure on Explicit ones is told apart.
+    auto = jax.make_mesh(
+        (1, devices),
+        ("data", "model"),
+        axis_types=(AxisType.Auto,) * 2,
+        devices=jax.devices()[:devices],
+    )
+    x, w = normal(170, 2, 3 * devices), normal(171, 3 * devices, 5)
+    cases.insert(0, Case((x, w), {"mesh": auto}))
     return cases
 
 
-def _non_square(o) -> bool:
-    axes = o.kwargs["mesh"]["axes"]
-    return axes["data"] != axes["model"]
+def _blocks(o) -> dict[str, tuple[int, ...]]:
+    x, _ = o.args
+    rows, columns = o.case_mesh["axes"]["data"], o.case_mesh["axes"]["model"]
+    return {"x": (x.shape[0] // rows, x.shape[1] // columns)}
 
 
 PROBLEM = Problem(
@@ -66,7 +88,25 @@ PROBLEM = Problem(
     difficulty="medium",
     teaches="2D meshes: which axis each collective runs over, and no hard-coded axis sizes",
     make_cases=_cases,
-    uses=frozenset({"shard_map", "psum"}),
+    requirements=(
+        Returns("result", "It returns `x @ w`, shape (B, h)."),
+        Program(
+            "blocks",
+            "Each device multiplies only its own block of `x`: a `jax.shard_map` receives `x` "
+            "in (B / rows, d / columns) blocks, its batch split over `'data'` and its columns "
+            "over `'model'`.",
+            test=every(uses("shard_map"), enters_as(_blocks)),
+        ),
+        Layout(
+            "layout",
+            "The product is split over `'data'` by rows and the same across `'model'`: laid "
+            "out as `P('data', None)`.",
+            spec=P("data", None),
+        ),
+        EXPLICIT_MESHES,
+        GIVEN_MESH,
+        TRACEABLE,
+    ),
     hints=(
         ErrorHint(
             "ValueError",
@@ -80,12 +120,6 @@ PROBLEM = Problem(
             r"dot_general requires contracting dimensions to have the same shape",
             "the blocks of x and w do not line up: split x's columns and w's rows over the "
             "same axis, 'model' (in_specs P('data', 'model') and P('model', None))",
-        ),
-        ResultHint(
-            _non_square,
-            "wrong on this non-square mesh: a size written as a number (2, 4) or the two axes "
-            "swapped fails when the axes differ in size. Read sizes from mesh.shape and check "
-            "which axis each spec and psum names",
         ),
     ),
 )

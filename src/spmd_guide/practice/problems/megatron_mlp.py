@@ -23,8 +23,6 @@ def megatron_mlp(x, w1, w2, *, mesh):
         w2: the second weight, shape (h, d).
         mesh: a mesh with an axis ``'model'``.
 
-    Returns:
-        The output, shape (B, d), replicated.
     """
 
     def block(x, w1_columns, w2_rows):
@@ -47,8 +45,20 @@ def megatron_mlp(x, w1, w2, *, mesh):
 
 import numpy as np
 
-from spmd_guide.practice.cases import normal, one_axis_meshes
+from spmd_guide.practice.cases import kind, normal, one_axis_meshes
 from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
+from spmd_guide.practice.requirements import (
+    EXPLICIT_MESHES,
+    GIVEN_MESH,
+    TRACEABLE,
+    Layout,
+    Program,
+    Returns,
+    enters_as,
+    every,
+    forbids,
+    uses,
+)
 
 
 def _cases(devices: int) -> list[Case]:
@@ -60,8 +70,14 @@ def _cases(devices: int) -> list[Case]:
             normal(130 + seed, 4, hidden),
             normal(140 + seed, hidden, 4),
         )
-        cases.append(Case(args, {"mesh": mesh}))
+        cases.append(Case(args, {"mesh": mesh}, exercises=kind(mesh)))
     return cases
+
+
+def _weight_blocks(o) -> dict[str, tuple[int, ...]]:
+    _, w1, w2 = o.args
+    n = o.case_mesh["axes"]["model"]
+    return {"w1": (w1.shape[0], w1.shape[1] // n), "w2": (w2.shape[0] // n, w2.shape[1])}
 
 
 def _partials(o) -> np.ndarray:
@@ -100,8 +116,29 @@ PROBLEM = Problem(
     difficulty="medium",
     teaches="tensor parallelism: column then row splits, so one psum finishes the block",
     make_cases=_cases,
-    uses=frozenset({"shard_map", "psum"}),
-    forbids=frozenset({"all_gather"}),
+    requirements=(
+        Returns("result", "It returns `relu(x @ w1) @ w2`, shape (B, d)."),
+        Program(
+            "split_weights",
+            "Each device holds only its share of the weights: a `jax.shard_map` over `'model'` "
+            "receives `w1` in (d, h / n) column blocks and `w2` in (h / n, d) row blocks, and "
+            "nothing gathers them whole (no `all_gather`).",
+            test=every(uses("shard_map"), forbids("all_gather"), enters_as(_weight_blocks)),
+        ),
+        Program(
+            "one_psum",
+            "One `jax.lax.psum` over `'model'` adds the devices' partial outputs.",
+            test=uses("psum"),
+        ),
+        Layout(
+            "layout",
+            "The output is the same on every device: laid out as `P()`.",
+            spec=P(),
+        ),
+        EXPLICIT_MESHES,
+        GIVEN_MESH,
+        TRACEABLE,
+    ),
     hints=(
         ResultHint(
             _stacked_partials,

@@ -29,9 +29,6 @@ def moe_dispatch(tokens, experts, weights, *, mesh, capacity):
         mesh: a mesh with an axis ``'expert'``.
         capacity: how many tokens each device may send each expert.
 
-    Returns:
-        Shape (T, d), split like ``tokens``: each kept token's expert output, zeros for the
-        dropped ones.
     """
     n = mesh.shape["expert"]
 
@@ -59,8 +56,20 @@ def moe_dispatch(tokens, experts, weights, *, mesh, capacity):
 
 import numpy as np
 
-from spmd_guide.practice.cases import normal, one_axis_meshes
+from spmd_guide.practice.cases import kind, normal, one_axis_meshes
 from spmd_guide.practice.problem import Case, Problem, ResultHint
+from spmd_guide.practice.requirements import (
+    EXPLICIT_MESHES,
+    GIVEN_MESH,
+    TRACEABLE,
+    Layout,
+    Program,
+    Returns,
+    enters_as,
+    every,
+    forbids,
+    uses,
+)
 
 
 def _cases(devices: int) -> list[Case]:
@@ -72,8 +81,13 @@ def _cases(devices: int) -> list[Case]:
         experts = np.random.default_rng(310 + seed).integers(0, n, n * per_device).astype(np.int32)
         weights = normal(320 + seed, n, 4, 4)
         capacity = 2 + seed % 2
-        cases.append(Case((tokens, experts, weights), {"mesh": mesh, "capacity": capacity}))
+        kwargs = {"mesh": mesh, "capacity": capacity}
+        cases.append(Case((tokens, experts, weights), kwargs, exercises=kind(mesh)))
     return cases
+
+
+def _size(o) -> int:
+    return o.case_mesh["axes"]["expert"]
 
 
 def _moe(o, capacity: int, mask: bool = True) -> np.ndarray:
@@ -119,8 +133,32 @@ PROBLEM = Problem(
     difficulty="hard",
     teaches="expert parallelism: all_to_all there and back, a capacity, dropped tokens",
     make_cases=_cases,
-    uses=frozenset({"shard_map", "all_to_all"}),
-    forbids=frozenset({"all_gather"}),
+    requirements=(
+        Returns(
+            "result",
+            "It returns shape (T, d): each kept token's expert output, zeros for the dropped ones.",
+            locate=lambda index, o: f"token {index[0]}, sent to expert {o.args[1][index[0]]}",
+        ),
+        Program(
+            "all_to_all",
+            "Tokens travel to their experts and back with `jax.lax.all_to_all` inside a "
+            "`jax.shard_map` over `'expert'`, each device receiving its (T / n, d) block of "
+            "`tokens`; nothing gathers them (no `all_gather`).",
+            test=every(
+                uses("shard_map", "all_to_all"),
+                forbids("all_gather"),
+                enters_as(lambda o: {"tokens": (len(o.args[0]) // _size(o), o.args[0].shape[1])}),
+            ),
+        ),
+        Layout(
+            "layout",
+            "The result is split like `tokens`: laid out as `P('expert')`.",
+            spec=P("expert"),
+        ),
+        EXPLICIT_MESHES,
+        GIVEN_MESH,
+        TRACEABLE,
+    ),
     hints=(
         ResultHint(
             _one_slot_short,

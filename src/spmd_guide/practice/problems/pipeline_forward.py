@@ -28,8 +28,6 @@ def pipeline_forward(x, weights, *, mesh, microbatches):
         mesh: a mesh with an axis ``'stage'``.
         microbatches: how many parts to cut the batch into.
 
-    Returns:
-        The outputs, shape (B, d), the same on every device.
     """
     stages = mesh.shape["stage"]
     chunks = x.reshape(microbatches, -1, x.shape[-1])
@@ -63,8 +61,21 @@ def pipeline_forward(x, weights, *, mesh, microbatches):
 
 import numpy as np
 
-from spmd_guide.practice.cases import normal, one_axis_meshes
+from spmd_guide.practice.cases import kind, normal, one_axis_meshes
 from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
+from spmd_guide.practice.requirements import (
+    EXPLICIT_MESHES,
+    GIVEN_MESH,
+    TRACEABLE,
+    Layout,
+    Program,
+    Returns,
+    enters_as,
+    every,
+    forbids,
+    matmuls_on_rows,
+    uses,
+)
 
 
 def _cases(devices: int) -> list[Case]:
@@ -76,7 +87,8 @@ def _cases(devices: int) -> list[Case]:
         width = 4
         weights = normal(240 + seed, stages * layers_per_stage, width, width) / 2
         x = normal(250 + seed, 2 * microbatches, width)
-        cases.append(Case((x, weights), {"mesh": mesh, "microbatches": microbatches}))
+        kwargs = {"mesh": mesh, "microbatches": microbatches}
+        cases.append(Case((x, weights), kwargs, exercises=kind(mesh)))
     return cases
 
 
@@ -85,6 +97,15 @@ def _sequential(x, weights) -> np.ndarray:
     for w in weights:
         h = np.tanh(h @ np.asarray(w, np.float64))
     return h
+
+
+def _width(o) -> tuple[int, int]:
+    return tuple(o.args[1].shape[1:])
+
+
+def _microbatch_of(index: tuple[int, ...], o) -> str:
+    rows = len(o.args[0]) // o.kwargs["microbatches"]
+    return f"microbatch {index[0] // rows}"
 
 
 def _stages(o) -> int:
@@ -115,8 +136,40 @@ PROBLEM = Problem(
     difficulty="hard",
     teaches="pipeline parallelism: microbatches, M + S - 1 ticks, ppermute to the next stage",
     make_cases=_cases,
-    uses=frozenset({"shard_map", "ppermute"}),
-    forbids=frozenset({"all_gather"}),
+    requirements=(
+        Returns(
+            "result",
+            "It returns the outputs of the L layers applied in sequence, shape (B, d).",
+            locate=lambda index, o: _microbatch_of(index, o),
+        ),
+        Program(
+            "stages",
+            "Each device holds only its stage's layers: a `jax.shard_map` over `'stage'` "
+            "receives `weights` in (L / S, d, d) blocks, and activations move to the next "
+            "stage with `jax.lax.ppermute`, never by gathering (no `all_gather`).",
+            test=every(
+                uses("shard_map", "ppermute"),
+                forbids("all_gather"),
+                enters_as(lambda o: {"weights": (len(o.args[1]) // _stages(o), *_width(o))}),
+            ),
+        ),
+        Program(
+            "microbatches",
+            "Every stage works on one microbatch at a time: each matrix product inside the "
+            "`shard_map` takes B / `microbatches` rows.",
+            test=matmuls_on_rows(
+                lambda o: len(o.args[0]) // o.kwargs["microbatches"], "one microbatch"
+            ),
+        ),
+        Layout(
+            "layout",
+            "The outputs are the same on every device: laid out as `P()`.",
+            spec=P(),
+        ),
+        EXPLICIT_MESHES,
+        GIVEN_MESH,
+        TRACEABLE,
+    ),
     hints=(
         ResultHint(
             _microbatches_missing,

@@ -64,9 +64,6 @@ def predict_collectives(data, model):
     Args:
         data: the size of the mesh axis ``'data'``.
         model: the size of the mesh axis ``'model'``.
-
-    Returns:
-        A dict of counts by collective name.
     """
     return {"all-reduce": int(model > 1) + int(data > 1)}
 
@@ -76,6 +73,7 @@ def predict_collectives(data, model):
 import numpy as np
 
 from spmd_guide.practice.problem import Case, Problem, ResultHint
+from spmd_guide.practice.requirements import Returns
 
 
 def _cases(devices: int) -> list[Case]:
@@ -131,7 +129,15 @@ PROBLEM = Problem(
     difficulty="medium",
     teaches="reading a sharded program: which reductions cross which mesh axis",
     make_cases=_cases,
-    compare=compare_counts,
+    requirements=(
+        Returns(
+            "result",
+            "It returns a dict from collective names, spelled as in the compiled program, to "
+            "how many of each the program this machine's compiler makes holds, for every mesh "
+            "shape from (1, n) to (n, 1).",
+            compare=compare_counts,
+        ),
+    ),
     answer=compiled_collectives,
     hints=(
         ResultHint(

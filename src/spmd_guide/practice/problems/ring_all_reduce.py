@@ -23,8 +23,6 @@ def ring_all_reduce(x, *, mesh):
         x: an array of shape (n, m), n the size of the ``'data'`` axis and m divisible by n.
         mesh: a mesh with an axis ``'data'``.
 
-    Returns:
-        An array of shape (n, m) whose every row is ``x.sum(axis=0)``, split over ``'data'``.
     """
     n = mesh.shape["data"]
     right = [(i, (i + 1) % n) for i in range(n)]
@@ -54,16 +52,33 @@ def ring_all_reduce(x, *, mesh):
 
 import numpy as np
 
-from spmd_guide.practice.cases import normal, one_axis_meshes
+from spmd_guide.practice.cases import kind, normal, one_axis_meshes
 from spmd_guide.practice.problem import COLLECTIVES, Case, Problem, ResultHint
+from spmd_guide.practice.requirements import (
+    EXPLICIT_MESHES,
+    GIVEN_MESH,
+    TRACEABLE,
+    Layout,
+    Program,
+    Returns,
+    every,
+    forbids,
+    uses,
+)
 
 
 def _cases(devices: int) -> list[Case]:
     cases = []
     for seed, mesh in enumerate(one_axis_meshes(devices, "data")):
         n = mesh.shape["data"]
-        cases.append(Case((normal(100 + seed, n, 3 * n),), {"mesh": mesh}))
+        cases.append(Case((normal(100 + seed, n, 3 * n),), {"mesh": mesh}, exercises=kind(mesh)))
     return cases
+
+
+def _chunk_of(index: tuple[int, ...], o) -> str:
+    row, column = index
+    chunk = column // (np.shape(o.expected)[1] // len(o.expected))
+    return f"row {row}, held by position {row} of 'data', chunk {chunk}"
 
 
 def _chunks_right(o) -> np.ndarray:
@@ -90,8 +105,28 @@ PROBLEM = Problem(
     difficulty="medium",
     teaches="what psum does on the wire: a ring reduce-scatter and all-gather of ppermutes",
     make_cases=_cases,
-    uses=frozenset({"shard_map", "ppermute"}),
-    forbids=COLLECTIVES - {"ppermute"},
+    requirements=(
+        Returns(
+            "result",
+            "It returns an array of shape (n, m) whose every row is `x.sum(axis=0)`.",
+            locate=lambda index, o: _chunk_of(index, o),
+        ),
+        Program(
+            "ppermute_only",
+            "Devices exchange data only with `jax.lax.ppermute`, inside a `jax.shard_map` over "
+            "`'data'`: no `psum`, `all_gather`, `psum_scatter`, `all_to_all`, `pmax` or `pmin`.",
+            test=every(uses("shard_map", "ppermute"), forbids(*(COLLECTIVES - {"ppermute"}))),
+        ),
+        Layout(
+            "layout",
+            "The result stays split over `'data'` by rows, each device holding its own row: "
+            "laid out as `P('data')`.",
+            spec=P("data"),
+        ),
+        EXPLICIT_MESHES,
+        GIVEN_MESH,
+        TRACEABLE,
+    ),
     hints=(
         ResultHint(
             _half_done,

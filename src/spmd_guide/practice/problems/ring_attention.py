@@ -26,8 +26,6 @@ def ring_attention(q, k, v, *, mesh):
         q, k, v: shape (S, d), S divisible by the size of ``'seq'``.
         mesh: a mesh with an axis ``'seq'``.
 
-    Returns:
-        The attention output, shape (S, d), laid out as ``P('seq')``.
     """
     devices = mesh.shape["seq"]
     to_next = [(i, (i + 1) % devices) for i in range(devices)]
@@ -58,8 +56,23 @@ def ring_attention(q, k, v, *, mesh):
 
 import numpy as np
 
-from spmd_guide.practice.cases import normal, one_axis_meshes
+from spmd_guide.practice.cases import kind, normal, one_axis_meshes
 from spmd_guide.practice.problem import Case, Problem, ResultHint
+from spmd_guide.practice.requirements import (
+    EXPLICIT_MESHES,
+    GIVEN_MESH,
+    TRACEABLE,
+    Layout,
+    Program,
+    Returns,
+    every,
+    forbids,
+    no_value_shaped,
+    uses,
+)
+
+WIDTH = 5
+"""d, chosen unlike any sequence length the cases use, so shapes cannot be mistaken."""
 
 
 def _cases(devices: int) -> list[Case]:
@@ -68,9 +81,13 @@ def _cases(devices: int) -> list[Case]:
         length = (2 + seed % 2) * mesh.shape["seq"]
         # Scores spread widely, so a block with a larger maximum arrives late for some rows.
         q, k, v = (
-            normal(260 + 10 * seed + i, length, 4) * (2.0 if i < 2 else 1.0) for i in range(3)
+            normal(260 + 10 * seed + i, length, WIDTH) * (2.0 if i < 2 else 1.0) for i in range(3)
         )
-        cases.append(Case((q, k, v), {"mesh": mesh}))
+        cases.append(Case((q, k, v), {"mesh": mesh}, exercises=kind(mesh)))
+    # Scores in the hundreds: exp overflows float32 unless the maximum is subtracted first.
+    mesh = one_axis_meshes(devices, "seq")[0]
+    q, k, v = (normal(290 + i, 2 * devices, WIDTH) * (15.0 if i < 2 else 1.0) for i in range(3))
+    cases.append(Case((q, k, v), {"mesh": mesh}))
     return cases
 
 
@@ -86,6 +103,12 @@ def _arrays(o):
 
 def _devices(o) -> int:
     return o.kwargs["mesh"]["axes"]["seq"]
+
+
+def _whole_rows(o) -> tuple[int, int] | None:
+    n = _devices(o)
+    length = len(o.args[0])
+    return (length // n, length) if n > 1 else None
 
 
 def _local_only(o) -> bool:
@@ -132,8 +155,33 @@ PROBLEM = Problem(
     difficulty="hard",
     teaches="context parallelism: keys and values around a ring, an online softmax",
     make_cases=_cases,
-    uses=frozenset({"shard_map", "ppermute"}),
-    forbids=frozenset({"all_gather"}),
+    requirements=(
+        Returns(
+            "result",
+            "It returns `softmax(q @ k.T / sqrt(d)) @ v`, shape (S, d), finite even when the "
+            "scores run into the hundreds.",
+        ),
+        Program(
+            "ring",
+            "Keys and values travel around a ring with `jax.lax.ppermute` inside a "
+            "`jax.shard_map` over `'seq'`; nothing gathers them (no `all_gather`).",
+            test=every(uses("shard_map", "ppermute"), forbids("all_gather")),
+        ),
+        Program(
+            "online_softmax",
+            "No device holds a whole row of scores: nothing inside the `shard_map` has shape "
+            "(S / n, S).",
+            test=no_value_shaped(_whole_rows, "whole rows of scores"),
+        ),
+        Layout(
+            "layout",
+            "The output stays split like `q`: laid out as `P('seq')`.",
+            spec=P("seq"),
+        ),
+        EXPLICIT_MESHES,
+        GIVEN_MESH,
+        TRACEABLE,
+    ),
     hints=(
         ResultHint(
             _local_only,

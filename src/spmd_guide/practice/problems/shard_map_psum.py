@@ -17,15 +17,8 @@ def shard_map_psum(x, *, mesh=None):
     those partial sums and leaves the same total on every device, so ``out_specs=P()``.
 
     Args:
-        x: a 1-D array.
+        x: a 1-D array of float32.
         mesh: a mesh with an axis ``'data'``; by default, a mesh of one device.
-
-    Returns:
-        The total of ``x``, a scalar.
-
-    Raises:
-        ValueError: if the length of ``x`` does not divide over the ``'data'`` axis, saying
-            how to pad.
     """
     if mesh is None:
         mesh = Mesh(np.array(jax.devices()[:1]), ("data",))
@@ -46,14 +39,27 @@ def shard_map_psum(x, *, mesh=None):
 
 # end solution
 
-from spmd_guide.practice.cases import normal, one_axis_meshes
+from spmd_guide.practice.cases import kind, normal, one_axis_meshes
 from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
+from spmd_guide.practice.requirements import (
+    EXPLICIT_MESHES,
+    GIVEN_MESH,
+    TRACEABLE,
+    Layout,
+    Program,
+    Refuses,
+    Returns,
+    enters_as,
+    every,
+    uses,
+)
 
 
 def _cases(devices: int) -> list[Case]:
     cases = [Case((np.array([4.0, -1.0, 2.5], np.float32),))]
     for seed, mesh in enumerate(one_axis_meshes(devices, "data")):
-        cases.append(Case((normal(40 + seed, 4 * mesh.shape["data"]),), {"mesh": mesh}))
+        x = normal(40 + seed, 4 * mesh.shape["data"])
+        cases.append(Case((x,), {"mesh": mesh}, exercises=kind(mesh)))
     cases.append(
         Case((np.ones(8 * devices, np.float32),), {"mesh": one_axis_meshes(devices, "data")[0]})
     )
@@ -63,9 +69,14 @@ def _cases(devices: int) -> list[Case]:
                 (np.ones(devices + 1, np.float32),),
                 {"mesh": one_axis_meshes(devices, "data")[0]},
                 raises="ValueError",
+                exercises="uneven",
             )
         )
     return cases
+
+
+def _block(o) -> int:
+    return len(o.args[0]) // o.case_mesh["axes"]["data"]
 
 
 def _parts(o) -> tuple[int, np.ndarray]:
@@ -104,7 +115,28 @@ PROBLEM = Problem(
     difficulty="easy",
     teaches="collectives: psum across devices, and why out_specs=P() follows it",
     make_cases=_cases,
-    uses=frozenset({"shard_map"}),
+    requirements=(
+        Returns("result", "It returns the total of `x`, a scalar (shape `()`)."),
+        Program(
+            "blocks",
+            "Each device sums only its own block: a `jax.shard_map` over `'data'` receives `x` "
+            "in blocks of `len(x) / n` elements, n the size of `'data'`.",
+            test=every(uses("shard_map"), enters_as(lambda o: {"x": (_block(o),)})),
+        ),
+        Layout(
+            "layout",
+            "The total is the same on every device of the mesh: laid out as `P()`.",
+            spec=P(),
+        ),
+        Refuses(
+            "uneven",
+            "If `len(x)` does not divide over the `'data'` axis, it raises a `ValueError` that "
+            "says how to pad.",
+        ),
+        EXPLICIT_MESHES,
+        GIVEN_MESH,
+        TRACEABLE,
+    ),
     hints=(
         ResultHint(
             _partials_stacked,

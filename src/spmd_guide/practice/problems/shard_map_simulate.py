@@ -19,23 +19,12 @@ def shard_map_simulate(seed, x, num_shards, features):
 
     Args:
         seed: the PRNG seed, a float.
-        x: an array of shape (N, in_dim).
+        x: an array of shape (N, in_dim), N divisible by ``num_shards``.
         num_shards: how many chunks (simulated devices), a float.
         features: the Dense layer's output size, a float.
-
-    Returns:
-        A 1-D array of length ``N * features``.
-
-    Raises:
-        ValueError: if N does not split into ``num_shards`` equal chunks.
     """
     seed, num_shards, features = int(seed), int(num_shards), int(features)
     x = jnp.asarray(x)
-    if x.shape[0] % num_shards:
-        raise ValueError(
-            f"N = {x.shape[0]} rows do not split into {num_shards} equal chunks; pad x to a "
-            f"multiple of {num_shards} rows or pick a num_shards dividing N"
-        )
     chunks = jnp.split(x, num_shards)
     layer = nn.Dense(features)
     params = layer.init(jax.random.PRNGKey(seed), chunks[0])
@@ -49,6 +38,7 @@ import numpy as np
 
 from spmd_guide.practice.cases import normal
 from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
+from spmd_guide.practice.requirements import TRACEABLE, Program, Returns, matmuls_on_rows
 
 
 def _cases(devices: int) -> list[Case]:
@@ -57,7 +47,6 @@ def _cases(devices: int) -> list[Case]:
         Case((7.0, normal(11, 16, 3), 4.0, 5.0)),
         Case((2.0, normal(12, 5, 2), 1.0, 4.0)),
         Case((0.0, normal(13, 8, 4), 8.0, 1.0)),
-        Case((0.0, normal(14, 10, 3), 4.0, 2.0), raises="ValueError"),
     ]
 
 
@@ -81,6 +70,22 @@ PROBLEM = Problem(
     difficulty="easy",
     teaches="the per-device view: replicated parameters, a split batch, a joined output",
     make_cases=_cases,
+    requirements=(
+        Returns(
+            "result",
+            "It returns the layer's outputs for every row, joined on axis 0 and flattened: a "
+            "1-D array of length `N * features`.",
+        ),
+        Program(
+            "chunks",
+            "It applies the layer chunk by chunk, as the devices would: every matrix product "
+            "takes one chunk, `N / num_shards` rows.",
+            test=matmuls_on_rows(
+                lambda o: len(o.args[1]) // int(o.args[2]), "one chunk", inside=False
+            ),
+        ),
+        TRACEABLE,
+    ),
     hints=(
         ErrorHint(
             "TypeError",

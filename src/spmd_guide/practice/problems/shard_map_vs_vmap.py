@@ -20,13 +20,6 @@ def shard_map_vs_vmap(x, *, mesh=None):
     Args:
         x: an array of shape (B, d).
         mesh: a mesh with an axis ``'data'``; by default, a mesh of one device.
-
-    Returns:
-        An array of shape (2, B): the ``shard_map`` results in row 0, the ``vmap`` results in
-        row 1.
-
-    Raises:
-        ValueError: if B does not divide over the ``'data'`` axis, saying how to pad.
     """
     if mesh is None:
         mesh = Mesh(np.array(jax.devices()[:1]), ("data",))
@@ -52,24 +45,40 @@ def shard_map_vs_vmap(x, *, mesh=None):
 
 # end solution
 
-from spmd_guide.practice.cases import normal, one_axis_meshes
+from spmd_guide.practice.cases import kind, normal, one_axis_meshes
 from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
+from spmd_guide.practice.requirements import (
+    EXPLICIT_MESHES,
+    GIVEN_MESH,
+    TRACEABLE,
+    Program,
+    Refuses,
+    Returns,
+    enters_as,
+    every,
+    uses,
+)
 
 
 def _cases(devices: int) -> list[Case]:
     cases = [Case((normal(20, 3, 2),))]
     for seed, mesh in enumerate(one_axis_meshes(devices, "data")):
         rows = 2 * mesh.shape["data"] + (0 if seed % 2 else 2 * mesh.shape["data"])
-        cases.append(Case((normal(21 + seed, rows, 5),), {"mesh": mesh}))
+        cases.append(Case((normal(21 + seed, rows, 5),), {"mesh": mesh}, exercises=kind(mesh)))
     if devices > 1:
         cases.append(
             Case(
                 (normal(30, devices + 1, 2),),
                 {"mesh": one_axis_meshes(devices, "data")[0]},
                 raises="ValueError",
+                exercises="uneven",
             )
         )
     return cases
+
+
+def _size(o) -> int:
+    return o.case_mesh["axes"]["data"]
 
 
 def _rows(o) -> int:
@@ -82,7 +91,30 @@ PROBLEM = Problem(
     difficulty="easy",
     teaches="in_specs and out_specs, and vmap inside a shard_map body",
     make_cases=_cases,
-    uses=frozenset({"shard_map"}),
+    requirements=(
+        Returns(
+            "result",
+            "It returns an array of shape (2, B): row 0 the `shard_map` path's per-row sums of "
+            "squares, row 1 the `vmap` path's.",
+        ),
+        Program(
+            "blocks",
+            "The `shard_map` path gives each device only its own rows: a `jax.shard_map` over "
+            "`'data'` receives `x` in blocks of B / n rows, n the size of `'data'`.",
+            test=every(
+                uses("shard_map"),
+                enters_as(lambda o: {"x": (len(o.args[0]) // _size(o), o.args[0].shape[1])}),
+            ),
+        ),
+        Refuses(
+            "uneven",
+            "If B does not divide over the `'data'` axis, it raises a `ValueError` that says "
+            "how to pad.",
+        ),
+        EXPLICIT_MESHES,
+        GIVEN_MESH,
+        TRACEABLE,
+    ),
     hints=(
         ErrorHint(
             "ValueError",
