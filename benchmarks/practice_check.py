@@ -17,6 +17,7 @@ from pathlib import Path
 
 from spmd_guide.environment import environment_without_jax_settings
 from spmd_guide.practice import PROBLEMS
+from spmd_guide.practice.catalog import reference_source
 
 TARGET_SECONDS = 30.0
 
@@ -27,7 +28,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="spmd-guide-practice-") as tmp:
         for name in PROBLEMS:
             solution = Path(tmp) / f"{name}.py"
-            solution.write_text(f"from spmd_guide.practice.problems.{name} import {name}\n")
+            solution.write_text(reference_source(name))
             start = time.perf_counter()
             result = subprocess.run(
                 [sys.executable, "-m", "spmd_guide", "check", name, str(solution)],

@@ -11,7 +11,8 @@ import pytest
 
 from spmd_guide.practice import UsageError, check, check_many, get_problem
 from spmd_guide.practice.cli import main, starter_text
-from spmd_guide.practice.problem import COMMON_HINTS, ErrorHint, Outcome, compare_arrays
+from spmd_guide.practice.problem import COMMON_HINTS, ErrorHint, Outcome
+from spmd_guide.practice.requirements import compare_arrays
 
 # The checker starts its own processes for each device count.
 pytestmark = pytest.mark.once
@@ -85,7 +86,7 @@ ODD = {
     "plain_sum_no_shard_map": (
         "import jax.numpy as jnp\ndef shard_map_psum(x, *, mesh=None):\n    if mesh is not None and len(x) % mesh.shape['data']:\n        raise ValueError('pad')\n    return jnp.sum(jnp.asarray(x))\n",
         False,
-        "computed without shard_map",
+        "not met: blocks: ",
     ),
     "ignores_the_mesh": (
         CORRECT.replace(
@@ -175,7 +176,7 @@ def test_an_odd_solution_gets_a_clear_verdict(odd_reports, name):
             "writes_to_the_channel",
             "import os, json\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'{\"done\": true}\\n')\n    except OSError:\n        pass\n"
             + CORRECT,
-            "received messages it never sent",
+            "received messages it never asked for",
         ),
     ],
 )
@@ -222,19 +223,53 @@ def test_processes_a_solution_starts_are_stopped(tmp_path, hangs):
     assert not running(child), f"the solution's child process {child} is still running"
 
 
-def test_patching_the_checker_in_the_worker_does_not_pass(tmp_path):
+def test_the_checker_and_the_references_cannot_be_imported_while_checking(tmp_path):
+    importer = "from spmd_guide.practice.problems.shard_map_psum import shard_map_psum\n"
+    report = check("shard_map_psum", write(tmp_path, "importer", importer), device_counts=(2,))
+    assert not report.passed
+    assert "spmd_guide is not available while checking" in report.text(), report.text()
+
+
+def test_patching_the_solutions_process_forges_at_most_values(tmp_path):
+    # The process's own answering code, replaced: what it sends is still judged as a value.
     patcher = """
-    import spmd_guide.practice.problem as problem
-    import spmd_guide.practice.worker as worker
-    problem.compare_arrays = lambda expected, got: []
-    problem.Problem.judge = lambda self, outcome: []
-    worker._run = lambda *a, **k: {"value": {"plain": 0.0}}
+    import sys
+    runner = sys.modules["__main__"]
+    runner._run = lambda *args, **kwargs: {"value": {"plain": 0.0}}
 
     def shard_map_psum(x, *, mesh=None):
         return 0.0
     """
     report = check("shard_map_psum", write(tmp_path, "patcher", patcher), device_counts=(2,))
     assert not report.passed, report.text()
+    assert "off by" in report.text(), report.text()
+
+
+def test_a_reply_written_to_the_channel_cannot_produce_a_pass(tmp_path):
+    # The solution finds the request it is answering and writes a reply with the right total
+    # under that request's id, then returns a wrong one: the process's own reply then arrives
+    # unasked, and the check fails.
+    forger = """
+    import inspect, json, os
+    import numpy as np
+
+    def shard_map_psum(x, *, mesh=None):
+        if mesh is not None and len(x) % mesh.shape["data"]:
+            raise ValueError("pad x")
+        for frame in inspect.stack():
+            request = frame.frame.f_locals.get("request")
+            if isinstance(request, dict) and "id" in request:
+                reply = {"id": request["id"], "value": {"plain": float(np.sum(x))}}
+                for fd in range(3, 64):
+                    try:
+                        os.write(fd, (json.dumps(reply) + "\\n").encode())
+                    except OSError:
+                        pass
+        return np.float32(-1.0)
+    """
+    report = check("shard_map_psum", write(tmp_path, "forger", forger), device_counts=(2,))
+    assert not report.passed, report.text()
+    assert "received messages it never asked for" in report.text(), report.text()
 
 
 def test_one_device_is_not_claimed_when_it_was_not_run(tmp_path):
@@ -336,4 +371,4 @@ def test_compare_arrays_names_the_first_differences():
     lines = compare_arrays([[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.5], [3.0, 4.5]])
     assert lines[0] == "2 of 4 values differ; the first:"
     assert lines[1] == "  at (0, 1): expected 2, got 2.5"
-    assert compare_arrays([1.0], [float("nan")]) == ["1 of 1 values are NaN"]
+    assert compare_arrays([1.0], [float("nan")]) == ["1 of 1 values are NaN; the first at (0,)"]

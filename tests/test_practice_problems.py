@@ -12,9 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 import jax
+import pytest
 
 from spmd_guide.practice import DEVICE_COUNTS, PROBLEMS, check_many
 from spmd_guide.practice.catalog import reference_source

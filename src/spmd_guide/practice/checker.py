@@ -48,7 +48,7 @@ CASE_TIMEOUT = 60.0
 """Seconds one case (or importing the solution) may take by default."""
 
 START_TIMEOUT = 180.0
-"""Seconds the worker may take to start JAX and compute the expected answers."""
+"""Seconds the processes may take to start JAX and compute the expected answers."""
 
 OUTPUT_LIMIT = 20 * 2**20
 """Bytes a solution may print before the checker stops it."""
@@ -168,7 +168,7 @@ def check_many(
     device_counts: Sequence[int] = DEVICE_COUNTS,
     case_timeout: float = CASE_TIMEOUT,
 ) -> list[Report]:
-    """Check several solutions, sharing one worker per device count.
+    """Check several solutions, sharing one pair of processes per device count.
 
     Faster than one :func:`check` each, since JAX starts once per device count; but the
     solutions share a process, so one that ends or hangs it stops the ones after it. For
@@ -278,7 +278,7 @@ def _run_worker(
             reference_output,
         )
         runner = _Process(
-            [sys.executable, "-I", str(RUNNER), "--requests", "{in}", "--channel", "{out}"],
+            [sys.executable, "-I", "-u", str(RUNNER), "--requests", "{in}", "--channel", "{out}"],
             [],
             env,
             output,
@@ -391,17 +391,39 @@ class _Process:
                 data = data[os.write(self.requests, data) :]
 
     def stop(self) -> None:
+        """Kill the process and everything it started, and wait (up to 2 s) until the kill
+        has reached them all."""
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline and _group_alive(self.process.pid):
+            time.sleep(0.02)
         os.close(self.channel)
         if self.requests is not None:
             os.close(self.requests)
 
 
-def _expected_cases(reference: _Process, names: list[str]) -> dict[str, list] | str:
+def _group_alive(group: int) -> bool:
+    """Whether a process of ``group`` is still running (not merely waiting to be reaped)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return False
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            return True
+    return False
+
+
+def _expected_cases(reference: _Process, names: list[str]) -> dict[str, list[Any]] | str:
     """Every problem's cases from the reference's process, or why they did not come."""
-    found: dict[str, list] = {}
+    found: dict[str, list[Any]] = {}
     try:
         while len(found) < len(names):
             line = reference.line(START_TIMEOUT)
@@ -444,7 +466,7 @@ class _Session:
         self.output = output
         self.output_marks: dict[int, int] = {}
 
-    def run(self, expected: dict[str, list]) -> None:
+    def run(self, expected: dict[str, list[Any]]) -> None:
         try:
             ready = self.runner.line(START_TIMEOUT)
         except TimeoutError:
@@ -482,7 +504,7 @@ class _Session:
             self._notes(run, reply)
         self._no_more_messages()
 
-    def _ask(self, number: int, request: dict[str, Any], phase: str = "") -> dict | None:
+    def _ask(self, number: int, request: dict[str, Any], phase: str = "") -> dict[str, Any] | None:
         """Send ``request`` and return its reply; None (the runs marked failed) when the
         process hangs, ends, floods its output or sends anything but that one reply."""
         phase = phase or "importing your file"

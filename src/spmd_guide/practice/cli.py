@@ -12,7 +12,7 @@ from pathlib import Path
 
 from spmd_guide.practice.catalog import PROBLEMS, get_problem
 from spmd_guide.practice.checker import CASE_TIMEOUT, DEVICE_COUNTS, UsageError, check
-from spmd_guide.practice.problem import Problem
+from spmd_guide.practice.problem import Problem, statement_text
 
 EPILOG = """exit codes:
   0  passed (or list/starter succeeded)
@@ -99,7 +99,8 @@ def _list() -> int:
 
 def starter_text(problem: Problem, file_name: str) -> str:
     """The starter file for ``problem``: the imports its hints use, and the statement."""
-    statement = "\n".join(f"    {line}" if line else "" for line in problem.statement.splitlines())
+    text = f"{problem.statement}\n\n{statement_text(problem)}"
+    statement = "\n".join(f"    {line}" if line else "" for line in text.splitlines())
     return (
         f'"""Your solution to {problem.name}: {problem.title}.\n\n'
         f"Check it with: python -m spmd_guide check {problem.name} {file_name}\n"

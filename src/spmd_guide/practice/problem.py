@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,9 +100,14 @@ class ErrorHint:
     text: str
 
     def matches(self, outcome: Outcome) -> bool:
-        return outcome.error_type == self.exception and bool(
-            re.search(self.message, outcome.error_message)
-        )
+        """Whether the function raised this, or (when it ran) tracing it did."""
+        if outcome.error_type:
+            kind, message = outcome.error_type, outcome.error_message
+        elif outcome.trace_error:
+            kind, _, message = outcome.trace_error.partition(": ")
+        else:
+            return False
+        return kind == self.exception and bool(re.search(self.message, message))
 
 
 @dataclass(frozen=True)
@@ -329,7 +335,8 @@ class Problem:
 def statement_markdown(problem: Problem) -> str:
     """The problem as its page states it: the signature, what the function is given, and the
     requirements the checker checks, by name."""
-    lines = [f"Write `{problem.signature}`.", ""]
+    summary = problem.statement.split("\n\n", 1)[0].replace("\n", " ")
+    lines = [f"Write `{problem.signature}`: {summary}", ""]
     given = docstring_section(problem.statement, "Args")
     if given:
         lines += ["It is given:", ""]
@@ -349,7 +356,7 @@ def statement_text(problem: Problem) -> str:
     lines = ["Requirements, each checked by name:"]
     for requirement in problem.requirements:
         text = requirement.text.replace("`", "")
-        lines.append(f"- {requirement.key}: {text}")
+        lines.append(textwrap.fill(f"- {requirement.key}: {text}", 92, subsequent_indent="  "))
     return "\n".join(lines)
 
 

@@ -107,7 +107,9 @@ def _load_protocol() -> Any:
     return module
 
 
-def _load(path: Path, name: str, number: int) -> tuple[Callable[..., Any] | None, dict | None]:
+def _load(
+    path: Path, name: str, number: int
+) -> tuple[Callable[..., Any] | None, dict[str, Any] | None]:
     spec = importlib.util.spec_from_file_location(f"solution_{number}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -332,9 +334,9 @@ def _inside_libraries(filename: str) -> bool:
     """Whether ``filename`` belongs to JAX, jaxlib, NumPy or Flax rather than to a solution."""
     roots = []
     for name in ("jax", "jaxlib", "numpy", "flax"):
-        module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None):
-            roots.append(Path(module.__file__).parent)
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file:
+            roots.append(Path(file).parent)
     return any(Path(filename).is_relative_to(root) for root in roots)
 
 
