@@ -681,6 +681,7 @@ def _outcome(expected: dict[str, Any], answered: dict[str, Any]) -> Outcome:
         layout=answered.get("layout"),
         sharding=answered.get("sharding"),
         error_type=answered.get("error_type"),
+        error_classes=tuple(str(c) for c in answered.get("error_classes", ())),
         error_message=str(answered.get("error_message", "")),
         raised_in_solution=bool(answered.get("raised_in_solution")),
         program=answered.get("program"),

@@ -75,6 +75,7 @@ class Outcome:
     layout: Mapping[str, Any] | None = None
     sharding: Mapping[str, str] | None = None
     error_type: str | None = None
+    error_classes: tuple[str, ...] = ()
     error_message: str = ""
     raised_in_solution: bool = False
     program: Mapping[str, Any] | None = None
@@ -102,12 +103,13 @@ class ErrorHint:
     def matches(self, outcome: Outcome) -> bool:
         """Whether the function raised this, or (when it ran) tracing it did."""
         if outcome.error_type:
-            kind, message = outcome.error_type, outcome.error_message
+            kinds, message = outcome.error_classes or (outcome.error_type,), outcome.error_message
         elif outcome.trace_error:
             kind, _, message = outcome.trace_error.partition(": ")
+            kinds = (kind,)
         else:
             return False
-        return kind == self.exception and bool(re.search(self.message, message))
+        return self.exception in kinds and bool(re.search(self.message, message))
 
 
 @dataclass(frozen=True)
@@ -198,6 +200,13 @@ COMMON_HINTS: tuple[Hint, ...] = (
         "",
         "a traced value was used as a Python number (int(), if, range) inside a traced function: "
         "keep shapes and counts as Python values, or use jax.lax.cond / jnp.where",
+    ),
+    ErrorHint(
+        "TracerBoolConversionError",
+        "",
+        "a Python `if` (or `and`, `or`, `assert`) met a traced value: the checker traces your "
+        "function, and a traced value has no True or False yet. Use jnp.where or "
+        "jax.lax.cond, or check shapes (Python values) instead",
     ),
     ErrorHint(
         "TracerArrayConversionError",
@@ -310,9 +319,10 @@ class Problem:
             for requirement in self.requirements:
                 if isinstance(requirement, UnderJit | Traceable) and requirement.check(outcome):
                     return _failed(requirement, lines)
-            if outcome.exercises and outcome.error_type:
+            kind = self.requirement(outcome.exercises) if outcome.exercises else None
+            if isinstance(kind, CaseKind) and kind.claims(outcome):
                 # Input of that kind made the function raise: the kind is what it missed.
-                return _failed(self.requirement(outcome.exercises), lines)
+                return _failed(kind, lines)
             return _failed(result, lines)
         failures: list[Failure] = []
         for requirement in self.requirements[1:]:

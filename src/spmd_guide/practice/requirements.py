@@ -12,6 +12,7 @@ imports or calls a learner's code.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -77,9 +78,10 @@ class Refuses(Requirement):
     error: str = "ValueError"
 
     def check(self, outcome: Outcome) -> list[str]:
-        if outcome.error_type == self.error and outcome.raised_in_solution:
+        raised = self.error in outcome.error_classes
+        if raised and outcome.raised_in_solution:
             return []
-        if outcome.error_type == self.error:
+        if raised:
             return [
                 f"a {self.error} came from inside JAX, not from your function: check the input "
                 "yourself and raise one that says what is wrong and how to fix it"
@@ -91,7 +93,15 @@ class Refuses(Requirement):
 @dataclass(frozen=True)
 class CaseKind(Requirement):
     """Inputs of a kind the statement promises to handle, e.g. meshes with Explicit axes. The
-    cases that name it (``Case.exercises``) exist for it: their failures are reported as its."""
+    cases that name it (``Case.exercises``) exist for it: an error on one of them whose type
+    and message match ``signs`` (a regular expression on "Type: message") is reported as its."""
+
+    signs: str = ""
+
+    def claims(self, outcome: Outcome) -> bool:
+        """Whether the error ``outcome`` raised is one this kind of input causes."""
+        error = f"{outcome.error_type}: {outcome.error_message}"
+        return bool(outcome.error_type and self.signs and re.search(self.signs, error))
 
 
 @dataclass(frozen=True)
@@ -217,7 +227,7 @@ def on_given_mesh(program: Mapping[str, Any], outcome: Outcome) -> str | None:
         return None
     for used in program["shard_maps"]:
         same_devices = used.get("devices") is None or list(used["devices"]) == given["devices"]
-        if dict(used["axes"]) != dict(given["axes"]) or not same_devices:
+        if list(used["axes"].items()) != list(given["axes"].items()) or not same_devices:
             return (
                 f"a shard_map ran on another mesh ({_axes(used['axes'])} over devices "
                 f"{used.get('devices')}) than the one given ({_axes(given['axes'])} over devices "
@@ -372,17 +382,22 @@ def _normal(blocks: Mapping[str, Sequence[Sequence[int]]]) -> dict[str, list[tup
 def _first_block_difference(expected: Mapping[str, Any], got: Mapping[str, Any]) -> str:
     want, have = _normal(expected), _normal(got)
     for device in sorted(set(want) | set(have), key=int):
-        if want.get(device) != have.get(device):
-            return (
-                f"device {device} should hold {_bounds(want.get(device))}, "
-                f"and holds {_bounds(have.get(device))}"
-            )
+        if want.get(device) == have.get(device):
+            continue
+        if device not in want:
+            return f"device {device} is not in the mesh given, yet holds {_bounds(have[device])}"
+        return (
+            f"device {device} should hold {_bounds(want[device])}, "
+            f"and holds {_bounds(have.get(device))}"
+        )
     return "the blocks differ"
 
 
 def _bounds(bounds: Sequence[tuple[int, int]] | None) -> str:
     if bounds is None:
         return "nothing"
+    if not bounds:
+        return "the value"
     return "[" + ", ".join(f"{start}:{stop}" for start, stop in bounds) + "]"
 
 
@@ -409,8 +424,10 @@ def _axes(axes: Mapping[str, int]) -> str:
 
 TRACEABLE = Traceable(
     "traceable",
-    "It traces: the checker reads its program with `jax.make_jaxpr`, so no `float()`, `int()` "
-    "or Python `if` on a traced value, and no `jax.set_mesh` inside it.",
+    "It traces: the checker reads its program with `jax.make_jaxpr` and then runs it under "
+    "`jax.jit`, so no `float()`, `int()`, NumPy call or Python `if` on an array argument or "
+    "a value computed from one (Python numbers among the arguments are fine), and no "
+    "`jax.set_mesh` inside it.",
 )
 """For every problem whose other requirements read the program."""
 
@@ -418,6 +435,7 @@ EXPLICIT_MESHES = CaseKind(
     "explicit_mesh",
     "It works on meshes whose axes are Explicit (the default of `jax.make_mesh`) as well as "
     "Auto. The inputs arrive as NumPy arrays.",
+    signs=r"^ShardingTypeError|does not match the specs of the input|can only refer to Auto",
 )
 """For problems whose cases include meshes with Explicit axes."""
 

@@ -172,6 +172,7 @@ def _run(function: Callable[..., Any], request: dict[str, Any], protocol: Any) -
         return {
             **outcome,
             "error_type": type(error).__name__,
+            "error_classes": [c.__name__ for c in type(error).__mro__],
             "error_message": _message(error),
             "raised_in_solution": bool(frames) and not _inside_libraries(frames[-1].filename),
         }
@@ -259,12 +260,14 @@ def _layout(answer: Any) -> tuple[dict[str, Any], dict[str, str]]:
     shown: dict[str, str] = {}
     for key, part in parts.items():
         if not isinstance(part, jax.Array):
-            shown[str(key)] = f"a {type(part).__name__}"
+            name = type(part).__name__
+            shown[str(key)] = f"{'an' if name[0].lower() in 'aeiou' else 'a'} {name}"
             continue
         layout[str(key)] = _blocks_by_device(part.sharding, part.shape)
         spec = getattr(part.sharding, "spec", None)
         described = f"{spec}" if spec is not None else type(part.sharding).__name__
-        shown[str(key)] = f"{described} ({jax.typeof(part)})"
+        ids = sorted(int(getattr(d, "id", -1)) for d in part.sharding.device_set)
+        shown[str(key)] = f"{described} ({jax.typeof(part)}) over devices {ids}"
     return layout, shown
 
 
@@ -341,7 +344,12 @@ def _inside_libraries(filename: str) -> bool:
 
 
 def _message(error: BaseException) -> str:
-    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    # JAX names where tracing began; here that is this file, which means nothing to a learner.
+    lines = [
+        line
+        for line in str(error).strip().splitlines()
+        if line.strip() and Path(__file__).name not in line
+    ]
     text = " ".join(lines[:4])
     return text[:MESSAGE_LIMIT] + (" ..." if len(text) > MESSAGE_LIMIT or len(lines) > 4 else "")
 

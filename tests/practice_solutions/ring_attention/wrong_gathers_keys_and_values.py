@@ -1,5 +1,4 @@
-"""Expected: fails ring
-"""
+"""Expected: fails ring"""
 
 import jax
 import jax.numpy as jnp

@@ -54,6 +54,8 @@ def ring_attention(q, k, v, *, mesh):
 
 # end solution
 
+import math
+
 import numpy as np
 
 from spmd_guide.practice.cases import kind, normal, one_axis_meshes
@@ -67,7 +69,6 @@ from spmd_guide.practice.requirements import (
     Returns,
     every,
     forbids,
-    no_value_shaped,
     uses,
 )
 
@@ -105,10 +106,27 @@ def _devices(o) -> int:
     return o.kwargs["mesh"]["axes"]["seq"]
 
 
-def _whole_rows(o) -> tuple[int, int] | None:
+def _no_whole_rows(program, o) -> str | None:
+    """Finds a value of scores (its dimensions drawn from S / n, S and n, never d) holding as
+    many as a block of whole rows, (S / n, S), in any arrangement."""
     n = _devices(o)
     length = len(o.args[0])
-    return (length // n, length) if n > 1 else None
+    if n == 1:
+        return None
+    score_dims = {1, n, length // n, length}
+    for primitive, _, outputs, inside in program["values"]:
+        for shape in outputs:
+            if (
+                inside
+                and shape
+                and set(shape) <= score_dims
+                and math.prod(shape) >= length // n * length
+            ):
+                return (
+                    f"a {primitive} inside your shard_map makes {tuple(shape)}: whole rows of "
+                    f"scores, as many as ({length // n}, {length})"
+                )
+    return None
 
 
 def _local_only(o) -> bool:
@@ -169,9 +187,9 @@ PROBLEM = Problem(
         ),
         Program(
             "online_softmax",
-            "No device holds a whole row of scores: nothing inside the `shard_map` has shape "
-            "(S / n, S).",
-            test=no_value_shaped(_whole_rows, "whole rows of scores"),
+            "No device holds whole rows of scores: nothing inside the `shard_map` made of "
+            "scores (every dimension S / n, S or n) is as large as (S / n, S).",
+            test=_no_whole_rows,
         ),
         Layout(
             "layout",
@@ -188,6 +206,12 @@ PROBLEM = Problem(
             "each block of queries attended only to its own block of keys: pass the keys and "
             "values around the ring with jax.lax.ppermute, n - 1 times, so every query block "
             "meets every key block",
+        ),
+        ResultHint(
+            lambda o: not np.isfinite(o.value).all() and np.isfinite(o.expected).all(),
+            "some outputs are NaN or infinite: exp of a score in the hundreds overflows "
+            "float32. Subtract the running maximum of the scores before exp, and rescale the "
+            "sums by exp(old_max - new_max) when it grows",
         ),
         ResultHint(
             _unscaled,

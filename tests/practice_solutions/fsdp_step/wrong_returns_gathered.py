@@ -1,0 +1,31 @@
+"""Expected: fails layout
+
+Lays the new weights out whole on every device (P()) before returning them, so the caller can
+use them at once. The numbers are right, but FSDP keeps each device's rows only.
+"""
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def fsdp_step(params, x, y, *, mesh, lr):
+    n = mesh.shape["data"]
+
+    def loss(p, x, y):
+        return jnp.mean((jnp.tanh(x @ p["w1"]) @ p["w2"] - y) ** 2)
+
+    def step(shards, x, y):
+        def sharded_loss(shards):
+            full = {k: jax.lax.all_gather(v, "data", axis=0, tiled=True) for k, v in shards.items()}
+            return loss(full, x, y)
+
+        grads = jax.grad(sharded_loss)(shards)
+        return {k: shards[k] - lr * grads[k] / n for k in shards}
+
+    spec = P("data", None)
+    put = lambda v: jax.device_put(v, NamedSharding(mesh, spec))  # noqa: E731
+    f = jax.shard_map(step, mesh=mesh, in_specs=spec, out_specs=spec)
+    new = f({k: put(v) for k, v in params.items()}, put(x), put(y))
+    return jax.device_put(new, NamedSharding(mesh, P()))

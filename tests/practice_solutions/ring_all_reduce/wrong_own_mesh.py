@@ -1,0 +1,31 @@
+"""Expected: fails given_mesh
+
+Takes only the size from the mesh argument and builds a new mesh over the first n devices, so
+when the mesh given spans the last half of the devices, the ring runs on the wrong ones.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def ring_all_reduce(x, *, mesh):
+    n = mesh.shape["data"]
+    mesh = Mesh(np.array(jax.devices()[:n]), ("data",))
+    right = [(i, (i + 1) % n) for i in range(n)]
+
+    def body(row):
+        chunks = row.reshape(n, -1)
+        me = jax.lax.axis_index("data")
+        for s in range(n - 1):
+            out = jnp.take(chunks, (me - s) % n, axis=0)
+            chunks = chunks.at[(me - s - 1) % n].add(jax.lax.ppermute(out, "data", right))
+        for s in range(n - 1):
+            out = jnp.take(chunks, (me + 1 - s) % n, axis=0)
+            chunks = chunks.at[(me - s) % n].set(jax.lax.ppermute(out, "data", right))
+        return chunks.reshape(1, -1)
+
+    x = jax.device_put(x, NamedSharding(mesh, P("data")))
+    return jax.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=P("data"))(x)

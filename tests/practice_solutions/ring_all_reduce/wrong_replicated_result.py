@@ -1,0 +1,30 @@
+"""Expected: fails layout
+
+Since every row ends up the same total, it copies the whole result to every device with
+P() at the end; the statement wants each device to keep only its own row, P('data').
+"""
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def ring_all_reduce(x, *, mesh):
+    n = mesh.shape["data"]
+    right = [(i, (i + 1) % n) for i in range(n)]
+
+    def body(row):
+        chunks = row.reshape(n, -1)
+        me = jax.lax.axis_index("data")
+        for s in range(n - 1):
+            out = jnp.take(chunks, (me - s) % n, axis=0)
+            chunks = chunks.at[(me - s - 1) % n].add(jax.lax.ppermute(out, "data", right))
+        for s in range(n - 1):
+            out = jnp.take(chunks, (me + 1 - s) % n, axis=0)
+            chunks = chunks.at[(me - s) % n].set(jax.lax.ppermute(out, "data", right))
+        return chunks.reshape(1, -1)
+
+    x = jax.device_put(x, NamedSharding(mesh, P("data")))
+    out = jax.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=P("data"))(x)
+    return jax.device_put(out, NamedSharding(mesh, P()))

@@ -1,0 +1,37 @@
+"""Expected: fails given_mesh
+
+The function makes its own mesh over the first n devices rather than using the mesh argument:
+right numbers, but on a mesh of the last devices the ring runs on other devices.
+"""
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def ring_attention(q, k, v, *, mesh):
+    devices = mesh.shape["seq"]
+    mesh = jax.make_mesh((devices,), ("seq",), devices=jax.devices()[:devices])
+    to_next = [(i, (i + 1) % devices) for i in range(devices)]
+    scale = q.shape[-1] ** -0.5
+
+    def per_device(q, k, v):
+        running_max = jnp.full(q.shape[:1], -jnp.inf)
+        running_sum = jnp.zeros(q.shape[:1])
+        weighted = jnp.zeros_like(q)
+        for step in range(devices):
+            scores = (q @ k.T) * scale
+            new_max = jnp.maximum(running_max, scores.max(axis=1))
+            rescale = jnp.exp(running_max - new_max)
+            p = jnp.exp(scores - new_max[:, None])
+            running_sum = running_sum * rescale + p.sum(axis=1)
+            weighted = weighted * rescale[:, None] + p @ v
+            running_max = new_max
+            if step < devices - 1:
+                k, v = jax.lax.ppermute((k, v), "seq", to_next)
+        return weighted / running_sum[:, None]
+
+    split = NamedSharding(mesh, P("seq"))
+    q, k, v = (jax.device_put(a, split) for a in (q, k, v))
+    return jax.shard_map(per_device, mesh=mesh, in_specs=P("seq"), out_specs=P("seq"))(q, k, v)
