@@ -281,7 +281,7 @@ class Problem:
 
     @property
     def statement(self) -> str:
-        """The reference's docstring: what the function does and what it is given."""
+        """The reference's docstring, which says what the function does and what it is given."""
         return inspect.cleandoc(self.reference.__doc__ or "")
 
     @property

@@ -1,6 +1,6 @@
 """What a problem's statement requires: each requirement is a sentence on the page and a check.
 
-A problem declares its requirements once (:attr:`Problem.requirements`). The page and the
+A problem declares its requirements once (``Problem.requirements``). The page and the
 starter file show them, from the same objects, and the checker runs exactly those checks; a
 failed check names its requirement, so the report and the statement use the same words.
 

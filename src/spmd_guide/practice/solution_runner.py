@@ -1,7 +1,7 @@
 """The solution's process: runs a learner's function on the inputs the checker sends.
 
 The checker starts this file as a script (``python -I solution_runner.py``), one process per
-device count. It imports JAX and NumPy but nothing of :mod:`spmd_guide`: the reference
+device count. It imports JAX and NumPy but nothing of ``spmd_guide``: the reference
 solutions, the expected answers and the judging code are not in this process, and importing
 ``spmd_guide`` from a solution raises an error that says so. The parent sends one request at a
 time, each with a fresh random id (load a file, run a case, finish); this process answers each
