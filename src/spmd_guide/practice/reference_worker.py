@@ -17,6 +17,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from spmd_guide.practice.protocol import encode
+from spmd_guide.practice.solution_runner import blocks_by_device, bound
 
 if TYPE_CHECKING:
     from spmd_guide.practice.problem import Case, Problem
@@ -62,21 +63,12 @@ def _answer(problem: Problem, case: Case) -> Any:
     """The expected answer: the reference's, under ``jax.jit`` when the problem is traced (as
     the solution's process runs a traceable solution), else called as it is."""
     import jax
-    import numpy as np
 
     if problem.answer is not None:
         return problem.answer(*case.args, **case.kwargs)
     if not problem.traced:
         return problem.reference(*_fresh(case.args), **_fresh(case.kwargs))
-    leaves, tree = jax.tree.flatten((case.args, case.kwargs))
-    arrays = [leaf.copy() for leaf in leaves if isinstance(leaf, np.ndarray)]
-
-    def call(*traced: Any) -> Any:
-        supply = iter(traced)
-        filled = [next(supply) if isinstance(leaf, np.ndarray) else leaf for leaf in leaves]
-        args, kwargs = jax.tree.unflatten(tree, filled)
-        return problem.reference(*args, **kwargs)
-
+    call, arrays = bound(problem.reference, case.args, dict(case.kwargs))
     return jax.jit(call)(*arrays)
 
 
@@ -89,18 +81,6 @@ def _layout_for(spec: Any, mesh: Any, answer: Any) -> dict[str, Any]:
             for k, v in answer.items()
         }
     return {"": blocks_by_device(NamedSharding(mesh, spec), answer.shape)}
-
-
-def blocks_by_device(sharding: Any, shape: tuple[int, ...]) -> dict[str, list[list[int]]]:
-    """Which block of an array of ``shape`` each device holds: [start, stop) per dimension."""
-    blocks = {}
-    for device, index in sharding.devices_indices_map(tuple(shape)).items():
-        bounds = []
-        for part, size in zip(index, shape, strict=True):
-            start, stop, _ = part.indices(size)
-            bounds.append([start, stop])
-        blocks[str(device.id)] = bounds
-    return blocks
 
 
 def plain(answer: Any) -> Any:

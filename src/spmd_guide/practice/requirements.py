@@ -259,23 +259,6 @@ def enters_as(
     return test
 
 
-def no_value_shaped(
-    shape: Callable[[Outcome], Shape | None], what: str
-) -> Callable[[Mapping[str, Any], Outcome], str | None]:
-    """No value inside a shard_map has ``shape(outcome)`` (e.g. a whole row of scores)."""
-
-    def test(program: Mapping[str, Any], outcome: Outcome) -> str | None:
-        forbidden = shape(outcome)
-        if forbidden is None:
-            return None
-        for primitive, _, outputs, inside in program["values"]:
-            if inside and any(tuple(out) == tuple(forbidden) for out in outputs):
-                return f"a {primitive} inside your shard_map makes {what}, shape {forbidden}"
-        return None
-
-    return test
-
-
 def matmuls_on_rows(
     rows: Callable[[Outcome], int | None], what: str, *, inside: bool = True
 ) -> Callable[[Mapping[str, Any], Outcome], str | None]:

@@ -153,14 +153,14 @@ def _run(function: Callable[..., Any], request: dict[str, Any], protocol: Any) -
     jit = request["jit"]
     if request["trace"]:
         try:
-            call, arrays = _bound(function, args, kwargs)
+            call, arrays = bound(function, args, kwargs)
             outcome["program"] = _summary(jax.make_jaxpr(call)(*arrays).jaxpr)
             jit = True
         except _NotAnArray:
             pass  # reported by the call below, as what the function returned
         except BaseException as error:
             outcome["trace_error"] = f"{type(error).__name__}: {_message(error)[:200]}"
-    call, arrays = _bound(function, args, kwargs)
+    call, arrays = bound(function, args, kwargs)
     try:
         answer = jax.jit(call)(*arrays) if jit else call(*arrays)
     except _NotAnArray as returned:
@@ -187,7 +187,7 @@ def _run(function: Callable[..., Any], request: dict[str, Any], protocol: Any) -
     return outcome
 
 
-def _bound(
+def bound(
     function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[Callable[..., Any], list[Any]]:
     """``function`` as a function of the inputs' arrays alone, and fresh copies of them: under
@@ -263,7 +263,7 @@ def _layout(answer: Any) -> tuple[dict[str, Any], dict[str, str]]:
             name = type(part).__name__
             shown[str(key)] = f"{'an' if name[0].lower() in 'aeiou' else 'a'} {name}"
             continue
-        layout[str(key)] = _blocks_by_device(part.sharding, part.shape)
+        layout[str(key)] = blocks_by_device(part.sharding, part.shape)
         spec = getattr(part.sharding, "spec", None)
         described = f"{spec}" if spec is not None else type(part.sharding).__name__
         ids = sorted(int(getattr(d, "id", -1)) for d in part.sharding.device_set)
@@ -271,7 +271,7 @@ def _layout(answer: Any) -> tuple[dict[str, Any], dict[str, str]]:
     return layout, shown
 
 
-def _blocks_by_device(sharding: Any, shape: tuple[int, ...]) -> dict[str, list[list[int]]]:
+def blocks_by_device(sharding: Any, shape: tuple[int, ...]) -> dict[str, list[list[int]]]:
     blocks = {}
     for device, index in sharding.devices_indices_map(tuple(shape)).items():
         blocks[str(device.id)] = [
