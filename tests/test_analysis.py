@@ -13,9 +13,11 @@ from spmd_guide import make_mesh
 from spmd_guide.analysis import (
     COLLECTIVES,
     bytes_per_device,
+    collective_elements_per_step,
     collectives_by_axis,
     collectives_per_step,
     count_collectives,
+    matmul_result_shapes,
     total_bytes,
     trace_threads,
 )
@@ -112,6 +114,27 @@ def test_a_collective_in_a_loop_counts_once_per_iteration(mesh):
     grad = jax.jit(jax.grad(lambda w, v: _gather_each_layer(mesh, w, v).sum()))
     per_step = collectives_per_step(grad.lower(layers, x).compile())
     assert per_step["all-gather"] == 5 and per_step["reduce-scatter"] == 5
+
+
+def test_elements_moved_count_each_result_once_per_iteration(mesh):
+    if mesh.size == 1:
+        pytest.skip("XLA removes collectives over a single device")
+    n = mesh.size
+    layers = jax.device_put(jnp.ones((5, 2 * n, 2 * n)), NamedSharding(mesh, P(None, "data")))
+    x = jax.device_put(jnp.ones((n, 2 * n)), NamedSharding(mesh, P("data")))
+    compiled = jax.jit(lambda w, v: _gather_each_layer(mesh, w, v)).lower(layers, x).compile()
+    # Each of the 5 iterations gathers a whole (2n, 2n) layer onto every device.
+    moved = collective_elements_per_step(compiled)
+    assert moved["all-gather"] == 5 * (2 * n) ** 2
+    assert sum(moved.values()) == moved["all-gather"]
+
+
+def test_matmul_shapes_are_per_device(mesh):
+    n = mesh.size
+    x = jax.device_put(jnp.ones((4 * n, 6)), NamedSharding(mesh, P("data")))
+    w = jax.device_put(jnp.ones((6, 5)), NamedSharding(mesh, P()))
+    compiled = jax.jit(lambda x, w: jnp.tanh(x @ w)).lower(x, w).compile()
+    assert matmul_result_shapes(compiled) == [(4, 5)]
 
 
 def test_a_loop_without_a_known_trip_count_is_refused(mesh):

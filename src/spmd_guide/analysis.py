@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import math
 import re
 import tempfile
 from collections import Counter
@@ -310,6 +311,54 @@ def collectives_by_axis(compiled: Any, mesh: jax.sharding.Mesh) -> list[Collecti
     """
     text = compiled if isinstance(compiled, str) else compiled.as_text()
     position = {device.id: index for index, device in np.ndenumerate(np.asarray(mesh.devices))}
+    return [
+        Collective(op, _axes(line, mesh, position), shapes, times)
+        for op, line, shapes, times in _collectives_produced(text)
+    ]
+
+
+def collective_elements_per_step(compiled: Any) -> dict[str, int]:
+    """How many elements each kind of collective produces on one device in one call of a
+    compiled program: the sizes of what each returns, times the runs of the loops around it.
+
+    An all-reduce of a whole gradient produces the gradient's elements; one inside a loop of
+    four trips produces them four times. Reads the CPU's and the TPU's programs alike.
+
+    Raises:
+        ValueError: if a loop holding a collective has no trip count known at compile time.
+    """
+    text = compiled if isinstance(compiled, str) else compiled.as_text()
+    totals: Counter[str] = Counter()
+    for op, line, shapes, times in _collectives_produced(text):
+        if times is None:
+            raise ValueError(
+                f"a {op} ({line.split('=')[0].strip()}) is in a loop whose trip count is not "
+                "known at compile time"
+            )
+        totals[op] += times * sum(_elements(shape) for shape in shapes)
+    return {name: totals.get(name, 0) for name in COLLECTIVES}
+
+
+def matmul_result_shapes(compiled: Any) -> list[tuple[int, ...]]:
+    """The per-device shape of every matrix product (``dot``) a compiled program computes,
+    fused or not, in the order the program lists them."""
+    text = compiled if isinstance(compiled, str) else compiled.as_text()
+    return [tuple(int(d) for d in dims.split(",") if d) for dims in _DOT_RESULT.findall(text)]
+
+
+_DOT_RESULT = re.compile(r"=\s*\w+\[([\d,]*)\]\S*\s+dot\(")
+
+
+def _elements(shape: str) -> int:
+    dims = re.search(r"\[([\d,]*)\]", shape)
+    return math.prod(int(d) for d in dims.group(1).split(",") if d) if dims else 1
+
+
+def _collectives_produced(
+    text: str,
+) -> list[tuple[str, str, tuple[str, ...], int | None]]:
+    """Each collective as ``(op, instruction line, per-device shapes it produces, runs per
+    call)``."""
     runs = _runs_per_call(text) if "ENTRY" in text else {}
     found = []
     for op, line, computation in _collective_lines(text):
@@ -323,8 +372,7 @@ def collectives_by_axis(compiled: Any, mesh: jax.sharding.Mesh) -> list[Collecti
             )
             produced = caller.group(1) if caller else produced
         shapes = tuple(re.findall(r"\w+\[[\d,]*\]", produced))
-        times = runs.get(computation, 1) if runs else 1
-        found.append(Collective(op, _axes(line, mesh, position), shapes, times))
+        found.append((op, line, shapes, runs.get(computation, 1) if runs else 1))
     return found
 
 

@@ -220,6 +220,7 @@ def check_in_process(name: str, function: Callable[..., Any]) -> list[CaseReport
             "kwargs": expected["kwargs"],
             "jit": problem.jit,
             "trace": problem.traced and case.raises is None,
+            "compile": problem.compiled,
         }
         answered = json.loads(json.dumps(solution_runner._run(function, request, protocol)))
         reports.append(_judged(problem, number, _outcome(expected, answered)))
@@ -493,6 +494,7 @@ class _Session:
                         "kwargs": case["kwargs"],
                         "jit": problem.jit,
                         "trace": problem.traced and case["raises"] is None,
+                        "compile": problem.compiled,
                     }
                     reply = self._ask(number, request, f"case {index + 1}")
                     if reply is None:
@@ -729,7 +731,8 @@ def _run_lines(run: DeviceRun) -> list[str]:
             lines.append(f"    not met: {failure.key}: {_plain_text(failure.text)}")
             details = failure.lines
             if outcome.error_type and not outcome.raises:
-                details = ()  # the error is shown above
+                # The error is shown above; what remains is why tracing failed, if it did.
+                details = tuple(line for line in details if not line.startswith("raised "))
             lines += [f"      {line}" for line in details]
         if case.hint:
             lines.append(f"    hint: {case.hint}")

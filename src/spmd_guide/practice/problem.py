@@ -101,15 +101,18 @@ class ErrorHint:
     text: str
 
     def matches(self, outcome: Outcome) -> bool:
-        """Whether the function raised this, or (when it ran) tracing it did."""
+        """Whether the function raised this, or tracing it did."""
+        raised = []
         if outcome.error_type:
-            kinds, message = outcome.error_classes or (outcome.error_type,), outcome.error_message
-        elif outcome.trace_error:
+            kinds = outcome.error_classes or (outcome.error_type,)
+            raised.append((kinds, outcome.error_message))
+        if outcome.trace_error:
             kind, _, message = outcome.trace_error.partition(": ")
-            kinds = (kind,)
-        else:
-            return False
-        return self.exception in kinds and bool(re.search(self.message, message))
+            raised.append(((kind,), message))
+        return any(
+            self.exception in kinds and bool(re.search(self.message, message))
+            for kinds, message in raised
+        )
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ Hint = ErrorHint | ResultHint
 COMMON_HINTS: tuple[Hint, ...] = (
     ErrorHint(
         "NotImplementedError",
-        "",
+        "write your solution here",
         "the function still raises NotImplementedError: replace the starter's body",
     ),
     ErrorHint(
@@ -295,6 +298,11 @@ class Problem:
         return any(isinstance(r, Program) for r in self.requirements)
 
     @property
+    def compiled(self) -> bool:
+        """Whether a program requirement reads the program XLA compiled, not only the jaxpr."""
+        return any(isinstance(r, Program) and r.compiled for r in self.requirements)
+
+    @property
     def layout(self) -> Layout | None:
         """The requirement on how the answer is laid out, if the statement makes one."""
         return next((r for r in self.requirements if isinstance(r, Layout)), None)
@@ -318,7 +326,9 @@ class Problem:
             # any other wrong answer on a case made for a kind of input, to that kind.
             for requirement in self.requirements:
                 if isinstance(requirement, UnderJit | Traceable) and requirement.check(outcome):
-                    return _failed(requirement, lines)
+                    # A failed trace is reported with what the call that followed it did.
+                    why = requirement.check(outcome) if isinstance(requirement, Traceable) else []
+                    return _failed(requirement, [*why, *lines])
             kind = self.requirement(outcome.exercises) if outcome.exercises else None
             if isinstance(kind, CaseKind) and kind.claims(outcome):
                 # Input of that kind made the function raise: the kind is what it missed.

@@ -170,9 +170,11 @@ class Layout(Requirement):
 @dataclass(frozen=True)
 class Program(Requirement):
     """A property of the traced program, read from the summary the solution's process sent:
-    ``test(program, outcome)`` says what is wrong, or None."""
+    ``test(program, outcome)`` says what is wrong, or None. With ``compiled``, the summary
+    also holds the text of the program XLA compiled for the case (``program["compiled"]``)."""
 
     test: Callable[[Mapping[str, Any], Outcome], str | None] | None = None
+    compiled: bool = False
 
     def check(self, outcome: Outcome) -> list[str]:
         if outcome.program is None or self.test is None:
@@ -183,7 +185,8 @@ class Program(Requirement):
 
 # Program tests: each reads the summary made by the solution's process (see
 # solution_runner._summary): "primitives", "shard_maps" (mesh, input shapes), "values"
-# (every equation's primitive, input and output shapes, and whether it is inside a shard_map).
+# (every equation's primitive, input and output shapes, whether it is inside a shard_map, and
+# its outputs' types), and "compiled" for a Program that asks for it.
 
 
 def every(
@@ -270,7 +273,7 @@ def matmuls_on_rows(
             return None
         products = [
             inputs[0]
-            for primitive, inputs, _, within in program["values"]
+            for primitive, inputs, _, within, *_ in program["values"]
             if primitive == "dot_general" and (within or not inside) and inputs and inputs[0]
         ]
         if not products:

@@ -176,6 +176,10 @@ def _run(function: Callable[..., Any], request: dict[str, Any], protocol: Any) -
             "error_message": _message(error),
             "raised_in_solution": bool(frames) and not _inside_libraries(frames[-1].filename),
         }
+    if request.get("compile") and "program" in outcome:
+        # Collectives and per-device shapes are the compiler's choices: read them from the
+        # program it compiled for this case.
+        outcome["program"]["compiled"] = jax.jit(call).lower(*arrays).compile().as_text()
     try:
         value, dtype = _plain(answer)
         outcome["value"] = protocol.encode(value)
@@ -282,8 +286,8 @@ def blocks_by_device(sharding: Any, shape: tuple[int, ...]) -> dict[str, list[li
 
 def _summary(jaxpr: Any) -> dict[str, Any]:
     """The primitives a program uses, the meshes and per-device input shapes of its
-    shard_maps, and each equation's primitive, input and output shapes, and whether it runs
-    inside a shard_map."""
+    shard_maps, and each equation's primitive, input and output shapes, whether it runs
+    inside a shard_map, and its outputs' types (``float32[8@data,16]`` on Explicit axes)."""
     primitives: set[str] = set()
     shard_maps: list[dict[str, Any]] = []
     values: list[list[Any]] = []
@@ -292,6 +296,9 @@ def _summary(jaxpr: Any) -> dict[str, Any]:
         aval = getattr(var, "aval", None)
         dims = getattr(aval, "shape", None)
         return [int(d) for d in dims] if dims is not None else None
+
+    def typed(var: Any) -> str:
+        return str(getattr(var, "aval", ""))
 
     def walk(inner: Any, inside: bool) -> None:
         for equation in inner.eqns:
@@ -305,6 +312,7 @@ def _summary(jaxpr: Any) -> dict[str, Any]:
                         [shape(v) for v in equation.invars],
                         [shape(v) for v in equation.outvars],
                         inside,
+                        [typed(v) for v in equation.outvars],
                     ]
                 )
             body_inside = inside

@@ -114,7 +114,7 @@ def _no_whole_rows(program, o) -> str | None:
     if n == 1:
         return None
     score_dims = {1, n, length // n, length}
-    for primitive, _, outputs, inside in program["values"]:
+    for primitive, _, outputs, inside, *_ in program["values"]:
         for shape in outputs:
             if (
                 inside

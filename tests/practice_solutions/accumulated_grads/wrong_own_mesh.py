@@ -1,0 +1,31 @@
+"""Expected: fails layout
+
+A mesh of its own over every device, where the case's mesh may hold only some of them: the
+numbers are right, but the gradients live on devices the caller did not give.
+"""
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def accumulated_grads(params, x, y, *, mesh, microbatches):
+    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+
+    def loss(params, x, y):
+        return jnp.mean((jnp.tanh(x @ params["w1"]) @ params["w2"] - y) ** 2)
+
+    def place(value, spec):
+        return jax.device_put(value, NamedSharding(mesh, spec))
+
+    params = {name: place(w, P(reduced={"data"})) for name, w in params.items()}
+    xs = place(x.reshape(-1, microbatches, x.shape[1]).swapaxes(0, 1), P(None, "data"))
+    ys = place(y.reshape(-1, microbatches, y.shape[1]).swapaxes(0, 1), P(None, "data"))
+
+    def add(total, xy):
+        return jax.tree.map(jnp.add, total, jax.grad(loss)(params, *xy)), None
+
+    zeros = {name: place(jnp.zeros(w.shape), P(unreduced={"data"})) for name, w in params.items()}
+    total, _ = jax.lax.scan(add, zeros, (xs, ys))
+    return {name: place(g, P()) / microbatches for name, g in total.items()}
