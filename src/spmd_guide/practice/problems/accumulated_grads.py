@@ -11,23 +11,25 @@ from jax.sharding import PartitionSpec as P
 
 
 def accumulated_grads(params, x, y, *, mesh, microbatches):
-    """The mean gradient of the loss over the whole batch, computed ``microbatches`` rows-groups
-    at a time, data-parallel over ``'data'``, with one all-reduce per step.
+    """The mean gradient of the loss of ``tanh(x @ w1) @ w2`` (mean squared error) over the
+    whole batch, taken one microbatch at a time, data-parallel over ``'data'``, with one
+    all-reduce per step.
 
-    The model is ``tanh(x @ w1) @ w2`` with the mean squared error. The batch's rows are split
-    over the Explicit mesh axis ``'data'``; the weights are whole on every device. A loop
-    (``jax.lax.scan``) takes one microbatch at a time, so only one microbatch's activations
-    exist at once, and adds up its gradients. Each device's gradient is only its own part of
-    the sum over ``'data'``: laying the weights out as ``P(reduced={'data'})`` makes their
-    gradients come back *unreduced*, ``P(unreduced={'data'})``, so the loop adds each device's
-    parts without communicating, and one ``jax.reshard(total, P())`` after it is the single
-    all-reduce. Dividing by ``microbatches`` turns the sum of the microbatches' mean gradients
-    into the whole batch's.
+    The batch's rows are split over the Explicit mesh axis ``'data'``; the weights are whole on
+    every device. A loop (``jax.lax.scan``) takes one microbatch at a time, so only one
+    microbatch's activations exist at once, and adds up its gradients. Each device's gradient
+    is only its own part of the sum over ``'data'``: laying the weights out as
+    ``P(reduced={'data'})`` makes their gradients come back *unreduced*, typed ``{U:data}``, so
+    the loop adds each device's parts without communicating, and one
+    ``jax.reshard(total, NamedSharding(mesh, P()))`` after it is the single all-reduce.
+    Dividing by ``microbatches`` turns the sum of the microbatches' mean gradients into the
+    whole batch's.
 
     Args:
-        params: a dict with ``"w1"`` of shape (d, h) and ``"w2"`` of shape (h, k).
-        x: inputs of shape (B, d); B divides by ``microbatches`` times the size of ``'data'``.
-        y: targets of shape (B, k).
+        params: a dict of NumPy arrays, ``"w1"`` of shape (d, h) and ``"w2"`` of shape (h, k).
+        x: inputs of shape (B, d), a NumPy array; B divides by ``microbatches`` times the size
+            of ``'data'``.
+        y: targets of shape (B, k), a NumPy array.
         mesh: a mesh with the Explicit axis ``'data'``, over all the devices or some of them.
         microbatches: how many microbatches to split the batch into, 2 or more.
     """
@@ -49,7 +51,10 @@ def accumulated_grads(params, x, y, *, mesh, microbatches):
 
     zeros = {name: place(jnp.zeros(w.shape), P(unreduced={"data"})) for name, w in params.items()}
     total, _ = jax.lax.scan(add_microbatch, zeros, (xs, ys))
-    return {name: place(g, P()) / microbatches for name, g in total.items()}
+    # Resharding each device's part to P() sums them: the one all-reduce.
+    return {
+        name: jax.reshard(g, NamedSharding(mesh, P())) / microbatches for name, g in total.items()
+    }
 
 
 # end solution
@@ -71,8 +76,9 @@ from spmd_guide.practice.requirements import (
 
 ROWS = 5
 """Rows of each microbatch per device of the machine (on a mesh over half the devices, twice
-as many per device of it): more than any weight's first dimension, so that a matrix product
-over more than one microbatch's rows is larger than any over the weights."""
+as many per device of it). With :data:`FEATURES`, a matrix product over one microbatch's own
+rows (at most 5 x 6 values) is at least as large as any over the weights alone (4 x 6), and
+one over more rows than that is larger than both."""
 
 FEATURES = {"d": 4, "h": 6, "k": 3}
 
@@ -82,7 +88,9 @@ def _cases(devices: int) -> list[Case]:
     cases = []
     explicit = [mesh for mesh in one_axis_meshes(devices, "data") if kind(mesh)]
     for seed, mesh in enumerate(explicit):
-        for microbatches in (2, 3) if seed == 0 else (4,):
+        # Never as many microbatches as devices in the mesh, so that an answer too large by
+        # one factor is not also too large by the other.
+        for microbatches in (3, 5) if seed == 0 else (3,):
             # Sized by every device, not the mesh's: a solution that builds its own mesh over
             # all of them gets the numbers right and only its layout wrong.
             batch = ROWS * devices * microbatches
@@ -206,16 +214,23 @@ PROBLEM = Problem(
             _reduced_per_microbatch,
             "the gradients are summed over 'data' inside the loop, once per microbatch: weights "
             "laid out P() (replicated) get gradients already summed where they are taken. Lay "
-            "them out as P(reduced={'data'}), start the total as zeros resharded to "
+            "them out as P(reduced={'data'}), start the total as zeros placed as "
             "P(unreduced={'data'}), and reshard it to P() once, after the loop",
             requirement="one_all_reduce",
         ),
         ErrorHint(
+            "ValueError",
+            "not under a mesh context",
+            "a bare P(...) means nothing without a mesh, and the checker's jax.jit has none "
+            "around it: pass NamedSharding(mesh, P(...))",
+        ),
+        ErrorHint(
             "ShardingTypeError",
             "unreduced",
-            "a value laid out P(unreduced={'data'}) is each device's part of a sum, and only "
-            "adds to another unreduced value: start the loop's total as zeros resharded to "
-            "P(unreduced={'data'}), and reshard the total to P() after the loop",
+            "a value typed {U:data} is each device's part of a sum, and combines only with "
+            "another unreduced over the same axes: start the loop's total as zeros placed "
+            "with NamedSharding(mesh, P(unreduced={'data'})), reshard the total to P() after "
+            "the loop, and divide after that",
         ),
     ),
 )

@@ -11,23 +11,23 @@ from jax.sharding import PartitionSpec as P
 
 
 def explicit_layers(x, w_in, w_out, *, mesh):
-    """An MLP block with a residual on a mesh with Explicit axes ``('data', 'model')``, each
-    value laid out as a plan says.
+    """The block ``hidden = relu(x @ w_in)``, ``out = hidden @ w_out``, ``residual = x + out``
+    on a mesh with Explicit axes ``('data', 'model')``, each value laid out as the plan says.
 
-    The block is ``hidden = relu(x @ w_in)``, ``out = hidden @ w_out`` and
-    ``residual = x + out``. The plan: ``x`` is split by rows over ``'data'``, ``P('data',
-    None)``; ``w_in`` by columns over ``'model'``, ``P(None, 'model')``; ``w_out`` by rows,
-    ``P('model', None)``. Then ``hidden`` is ``P('data', 'model')``, which follows from its
-    inputs; ``out`` is ``P('data', 'model')`` too, each device keeping only its own block of
-    a sum of partial products whose layout JAX will not guess, so ``out_sharding=`` names it;
-    and ``residual`` is ``P('data', None)``, whole rows for whatever comes next, where
-    ``x + out`` would take ``out``'s finer layout, so ``jax.reshard`` says otherwise.
-    ``jax.typeof`` shows each layout, e.g. ``float32[8@data,32@model]``.
+    The plan is Megatron's for an MLP: ``x`` split by rows over ``'data'``, ``w_in`` by columns
+    over ``'model'`` and ``w_out`` by rows. ``hidden`` is then ``P('data', 'model')``, which
+    follows from its inputs; ``out`` is ``P('data', 'model')`` too, each device keeping only its
+    own block of a sum of partial products whose layout JAX will not guess, so
+    ``out_sharding=`` names it; and ``residual`` is ``P('data', None)``, whole rows for whatever
+    comes next, where ``x + out`` would take ``out``'s finer layout, so ``jax.reshard`` says
+    otherwise. ``jax.typeof`` shows each layout, e.g. ``float32[8@data,32@model]``.
 
     Args:
-        x: shape (B, d), a NumPy array; B divides over ``'data'`` and d over ``'model'``.
-        w_in: shape (d, f), a NumPy array; f divides over ``'model'``.
-        w_out: shape (f, d), a NumPy array.
+        x: shape (B, d), a NumPy array, to be laid out ``P('data', None)``; B divides over
+            ``'data'`` and d over ``'model'``.
+        w_in: shape (d, f), a NumPy array, to be laid out ``P(None, 'model')``; f divides over
+            ``'model'``.
+        w_out: shape (f, d), a NumPy array, to be laid out ``P('model', None)``.
         mesh: a mesh with Explicit axes ``'data'`` and ``'model'``.
     """
 
@@ -47,7 +47,7 @@ def explicit_layers(x, w_in, w_out, *, mesh):
 
 from spmd_guide.practice.cases import normal, two_axis_meshes
 from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
-from spmd_guide.practice.requirements import Layout, Returns, UnderJit, compare_dicts
+from spmd_guide.practice.requirements import Layout, Program, Returns, UnderJit, compare_dicts
 
 
 def _cases(devices: int) -> list[Case]:
@@ -59,6 +59,23 @@ def _cases(devices: int) -> list[Case]:
         w_out = normal(520 + seed, 3 * columns, 2 * columns)
         cases.append(Case((x, w_in, w_out), {"mesh": mesh}))
     return cases
+
+
+def _hidden_made_split(program, o) -> str | None:
+    """The first product is computed on the mesh, laid out as the plan makes it."""
+    x, w_in, _ = o.args
+    wanted = f"float32[{len(x)}@data,{w_in.shape[1]}@model]"
+    made = [
+        types[0]
+        for primitive, _, _, inside, types in program["values"]
+        if primitive == "dot_general" and not inside and types
+    ]
+    if wanted in made:
+        return None
+    return (
+        f"no matrix product in your traced program is typed {wanted}, as x @ w_in is once x "
+        f"and w_in are placed; your products are typed {', '.join(made) or '(none)'}"
+    )
 
 
 def _shown(o, part: str) -> str:
@@ -94,12 +111,19 @@ PROBLEM = Problem(
         Layout(
             "layouts",
             "`hidden` and `out` are laid out as `P('data', 'model')` and `residual` as "
-            "`P('data', None)`, on `mesh`, and `jax.typeof` of each shows so.",
+            "`P('data', None)` on `mesh`: each device holds the blocks those layouts give it.",
             spec={
                 "hidden": P("data", "model"),
                 "out": P("data", "model"),
                 "residual": P("data", None),
             },
+        ),
+        Program(
+            "on_the_mesh",
+            "The block computes on the mesh: the inputs are laid out as the plan says before "
+            "they are used, so that in the traced program `x @ w_in` is typed "
+            "`float32[B@data,f@model]`.",
+            test=_hidden_made_split,
         ),
         UnderJit(
             "jit",
