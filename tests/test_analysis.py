@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import re
 
 import jax
@@ -20,6 +21,7 @@ from spmd_guide.analysis import (
     matmul_result_shapes,
     total_bytes,
     trace_threads,
+    traffic_by_layer,
 )
 
 
@@ -135,6 +137,39 @@ def test_matmul_shapes_are_per_device(mesh):
     w = jax.device_put(jnp.ones((6, 5)), NamedSharding(mesh, P()))
     compiled = jax.jit(lambda x, w: jnp.tanh(x @ w)).lower(x, w).compile()
     assert matmul_result_shapes(compiled) == [(4, 5)]
+
+
+def test_each_value_a_combined_collective_carries_is_traced_to_its_layer(cpu_devices):
+    n = len(cpu_devices)
+    if n == 1:
+        pytest.skip("XLA removes collectives over a single device")
+    explicit = jax.make_mesh((n,), ("data",), devices=cpu_devices)
+    rows = jax.device_put(jnp.ones((2 * n, 3)), NamedSharding(explicit, P("data")))
+    weights = jax.device_put((jnp.ones((3, 5)), jnp.ones((5, 2))), NamedSharding(explicit, P()))
+
+    def loss(weights, rows):
+        with jax.named_scope("first"):
+            hidden = jnp.tanh(rows @ weights[0])
+        with jax.named_scope("second"):
+            return jnp.sum(hidden @ weights[1])
+
+    compiled = jax.jit(jax.grad(loss)).lower(weights, rows).compile()
+    carried = [
+        (
+            t.layer,
+            t.direction,
+            t.op,
+            t.axes,
+            math.prod(map(int, re.findall(r"\d+", t.shape.split("[", 1)[1]))),
+        )
+        for t in traffic_by_layer(compiled, explicit, ("first", "second"))
+    ]
+    # Each replicated weight's gradient is summed over the rows' devices in the backward pass,
+    # the two in one combined all-reduce or in two: each value is traced to its own layer.
+    assert sorted(carried) == [
+        ("first", "backward", "all-reduce", ("data",), 3 * 5),
+        ("second", "backward", "all-reduce", ("data",), 5 * 2),
+    ]
 
 
 def test_a_loop_without_a_known_trip_count_is_refused(mesh):

@@ -7,6 +7,7 @@ import math
 import re
 import tempfile
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -315,6 +316,77 @@ def collectives_by_axis(compiled: Any, mesh: jax.sharding.Mesh) -> list[Collecti
         Collective(op, _axes(line, mesh, position), shapes, times)
         for op, line, shapes, times in _collectives_produced(text)
     ]
+
+
+@dataclass(frozen=True)
+class LayerTraffic:
+    """One value a collective of a compiled program carries, and the layer it comes from."""
+
+    layer: str
+    """The name scope (``jax.named_scope``) of the operation that made the value, or ``""``."""
+    direction: str
+    """``"forward"``, or ``"backward"`` when the value comes from the transpose of the layer's
+    operations (its gradients)."""
+    op: str
+    """The collective, one of :data:`COLLECTIVES`."""
+    axes: tuple[str, ...]
+    """The mesh axes it runs over."""
+    shape: str
+    """The per-device shape of this value in the collective's result, e.g. ``f32[128,256]``."""
+    runs: int | None
+    """How many times one call of the program runs the collective (see :class:`Collective`)."""
+
+
+def traffic_by_layer(
+    compiled: Any, mesh: jax.sharding.Mesh, layers: Sequence[str]
+) -> list[LayerTraffic]:
+    """Each value every collective of a compiled program carries, with the layer it comes from.
+
+    XLA keeps, on each instruction, the JAX operation it came from (``op_name`` metadata),
+    inside the name scopes around it: ``jvp(down)/dot_general`` for the forward pass of a
+    layer traced under ``jax.named_scope("down")``, ``transpose(jvp(down))/dot_general`` for
+    its backward pass. A collective that XLA combined from several carries one value per
+    operand; each is attributed through the instruction that made it, which the CPU and TPU
+    compilers both annotate. Where operands and results cannot be paired (a collective fused
+    into another computation), the collective's own ``op_name`` names the layer.
+
+    Args:
+        compiled: the result of ``jax.jit(f).lower(...).compile()``, or its ``as_text()``.
+        mesh: the mesh the program was partitioned over.
+        layers: the name scopes to look for.
+    """
+    text = compiled if isinstance(compiled, str) else compiled.as_text()
+    position = {device.id: index for index, device in np.ndenumerate(np.asarray(mesh.devices))}
+    made_by = {
+        name.group(1): (op_name.group(1) if op_name else "")
+        for line in text.splitlines()
+        if (name := _DEFINED.match(line))
+        for op_name in [_OP_NAME.search(line)]
+    }
+    found = []
+    for op, line, shapes, times in _collectives_produced(text):
+        axes = _axes(line, mesh, position)
+        own = _OP_NAME.search(line)
+        operands = _operands(line, op)
+        sources = [made_by.get(o, "") for o in operands]
+        if len(sources) != len(shapes) or not all(sources):
+            sources = [own.group(1) if own else ""] * len(shapes)
+        for shape, source in zip(shapes, sources, strict=True):
+            tokens = set(re.findall(r"[\w.]+", source))
+            layer = next((name for name in layers if name in tokens), "")
+            direction = "backward" if "transpose" in tokens else "forward"
+            found.append(LayerTraffic(layer, direction, op, axes, shape, times))
+    return found
+
+
+_OP_NAME = re.compile(r'op_name="([^"]*)"')
+_DEFINED = re.compile(r"\s*(?:ROOT\s+)?%([\w.\-]+)\s*=")
+
+
+def _operands(line: str, op: str) -> list[str]:
+    """The names of a collective instruction's operands."""
+    call = re.search(re.escape(op) + r"(?:-start)?\(([^)]*)\)", line)
+    return re.findall(r"%([\w.\-]+)", call.group(1)) if call else []
 
 
 def collective_elements_per_step(compiled: Any) -> dict[str, int]:
