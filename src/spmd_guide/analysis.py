@@ -342,51 +342,90 @@ def traffic_by_layer(
 ) -> list[LayerTraffic]:
     """Each value every collective of a compiled program carries, with the layer it comes from.
 
-    XLA keeps, on each instruction, the JAX operation it came from (``op_name`` metadata),
-    inside the name scopes around it: ``jvp(down)/dot_general`` for the forward pass of a
-    layer traced under ``jax.named_scope("down")``, ``transpose(jvp(down))/dot_general`` for
-    its backward pass. A collective that XLA combined from several carries one value per
-    operand; each is attributed through the instruction that made it, which the CPU and TPU
-    compilers both annotate. Where operands and results cannot be paired (a collective fused
-    into another computation), the collective's own ``op_name`` names the layer.
+    JAX names each operation by the transforms and name scopes around it, and XLA keeps that
+    name on most instructions (``op_name`` metadata): ``jit(step)/jvp(down)/dot_general`` for
+    the forward pass of a layer traced under ``jax.named_scope("down")``,
+    ``transpose(jvp(down))/dot_general`` for its backward pass. A collective that XLA combined
+    from several carries one value per operand, and its own ``op_name`` lists them all after
+    their common prefix (``jit(step)/(a:b:...)``), or, on some compilers, only the first; so
+    each value is traced through the instruction that made it, past copies, bitcasts, tuple
+    accesses and the like, which carry no name of their own; a value made by none (a program's
+    argument) takes the collective's own name. A value whose origin names no layer of
+    ``layers``, or cannot be found, gets the layer ``""``.
 
     Args:
         compiled: the result of ``jax.jit(f).lower(...).compile()``, or its ``as_text()``.
         mesh: the mesh the program was partitioned over.
         layers: the name scopes to look for.
+
+    Raises:
+        ValueError: for a collective in a loop whose trip count the program does not state.
     """
     text = compiled if isinstance(compiled, str) else compiled.as_text()
     position = {device.id: index for index, device in np.ndenumerate(np.asarray(mesh.devices))}
-    made_by = {
-        name.group(1): (op_name.group(1) if op_name else "")
-        for line in text.splitlines()
-        if (name := _DEFINED.match(line))
-        for op_name in [_OP_NAME.search(line)]
+    instructions = {
+        name.group(1): line for line in text.splitlines() if (name := _DEFINED.match(line))
     }
+
+    def origin(name: str, depth: int = 0) -> str:
+        line = instructions.get(name, "")
+        named = _OP_NAME.search(line)
+        if named:
+            return named.group(1)
+        passed = _PASS_THROUGH.search(line)
+        if passed and depth < 8:
+            sources = _call_operands(line, passed.group(1))
+            return origin(sources[0], depth + 1) if sources else ""
+        return ""
+
     found = []
     for op, line, shapes, times in _collectives_produced(text):
+        if times is None:
+            raise ValueError(f"a {op} is in a loop whose trip count is not known at compile time")
         axes = _axes(line, mesh, position)
+        operands = _call_operands(line, op)
+        if line.split("(", 1)[0].rstrip().endswith("-start") and len(shapes) == 2 * len(operands):
+            shapes = shapes[len(operands) :]  # an async start's result holds inputs, then outputs
+        # The collective's own name, when it is one operation's (a combined one lists several).
         own = _OP_NAME.search(line)
-        operands = _operands(line, op)
-        sources = [made_by.get(o, "") for o in operands]
-        if len(sources) != len(shapes) or not all(sources):
-            sources = [own.group(1) if own else ""] * len(shapes)
+        single = own.group(1) if own and ":" not in own.group(1) else ""
+        if len(operands) == len(shapes):
+            sources = [origin(o) or single for o in operands]
+        else:
+            sources = [single] * len(shapes)
         for shape, source in zip(shapes, sources, strict=True):
-            tokens = set(re.findall(r"[\w.]+", source))
-            layer = next((name for name in layers if name in tokens), "")
-            direction = "backward" if "transpose" in tokens else "forward"
+            layer, direction = _layer_of(source, layers)
             found.append(LayerTraffic(layer, direction, op, axes, shape, times))
     return found
 
 
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
 _DEFINED = re.compile(r"\s*(?:ROOT\s+)?%([\w.\-]+)\s*=")
+_PASS_THROUGH = re.compile(
+    r"\s(bitcast|copy|convert|reshape|get-tuple-element|transpose|copy-start|copy-done)\("
+)
 
 
-def _operands(line: str, op: str) -> list[str]:
-    """The names of a collective instruction's operands."""
-    call = re.search(re.escape(op) + r"(?:-start)?\(([^)]*)\)", line)
-    return re.findall(r"%([\w.\-]+)", call.group(1)) if call else []
+def _call_operands(line: str, op: str) -> list[str]:
+    """The names of the operands of instruction ``line``, whose operation is ``op``."""
+    start = re.search(r"\s" + re.escape(op) + r"(?:-start)?\(", line)
+    if not start:
+        return []
+    depth, end = 1, start.end()
+    while end < len(line) and depth:
+        depth += {"(": 1, ")": -1}.get(line[end], 0)
+        end += 1
+    return re.findall(r"%([\w.\-]+)", line[start.end() : end - 1])
+
+
+def _layer_of(op_name: str, layers: Sequence[str]) -> tuple[str, str]:
+    """The innermost of ``layers`` among the scopes of ``op_name``, and whether the operation
+    belongs to a backward pass."""
+    scopes = op_name.split("/")[:-1]  # the last part is the primitive itself
+    names = [n for scope in scopes for n in re.findall(r"[^()]+", scope)]
+    layer = next((n for n in reversed(names) if n in layers), "")
+    backward = any(re.search(r"(^|\()transpose\(", scope) for scope in scopes)
+    return layer, "backward" if backward else "forward"
 
 
 def collective_elements_per_step(compiled: Any) -> dict[str, int]:
