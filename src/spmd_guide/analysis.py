@@ -336,6 +336,11 @@ class LayerTraffic:
     runs: int | None
     """How many times one call of the program runs the collective (see :class:`Collective`)."""
 
+    @property
+    def elements(self) -> int:
+        """The number of elements of this value on one device, per run."""
+        return _elements(self.shape)
+
 
 def traffic_by_layer(
     compiled: Any, mesh: jax.sharding.Mesh, layers: Sequence[str]
