@@ -255,6 +255,20 @@ def test_every_printed_form_of_replica_groups_is_read(grid):
     assert collectives_by_axis(across, grid)[0].axes == ("rows",)
 
 
+def test_groups_number_devices_by_their_place_in_the_mesh_not_by_id(cpu_devices):
+    # A TPU v5e 2x4 slice's ring order: what jax.make_mesh gives there, on CPU devices here.
+    if len(cpu_devices) != 8:
+        pytest.skip("the ring order below is for 8 devices")
+    ring = np.asarray(cpu_devices)[[0, 1, 2, 3, 7, 6, 5, 4]].reshape(4, 2)
+    mesh = jax.sharding.Mesh(ring, ("data", "model"))
+    # Groups of the places {0, 2, 4, 6} and {1, 3, 5, 7}: each column, so along data; by id,
+    # devices 4 and 6 sit in the other column.
+    line = "  %ag = f32[8]{0} all-gather(%p), replica_groups=[2,4]<=[4,2]T(1,0), dimensions={0}"
+    assert collectives_by_axis(line, mesh)[0].axes == ("data",)
+    listed = "  %ar = f32[3]{0} all-reduce(%p), replica_groups={{0,1},{2,3},{4,5},{6,7}}, to_apply=%add"
+    assert collectives_by_axis(listed, mesh)[0].axes == ("model",)
+
+
 def test_an_axis_of_size_one_left_out_of_the_printed_mesh_does_not_shift_the_names(cpu_devices):
     n = len(cpu_devices)
     if n < 2:

@@ -311,7 +311,7 @@ def collectives_by_axis(compiled: Any, mesh: jax.sharding.Mesh) -> list[Collecti
         ValueError: if a collective's groups name devices that are not in ``mesh``.
     """
     text = compiled if isinstance(compiled, str) else compiled.as_text()
-    position = {device.id: index for index, device in np.ndenumerate(np.asarray(mesh.devices))}
+    position = _mesh_positions(mesh)
     return [
         Collective(op, _axes(line, mesh, position), shapes, times)
         for op, line, shapes, times in _collectives_produced(text)
@@ -367,7 +367,7 @@ def traffic_by_layer(
         ValueError: for a collective in a loop whose trip count the program does not state.
     """
     text = compiled if isinstance(compiled, str) else compiled.as_text()
-    position = {device.id: index for index, device in np.ndenumerate(np.asarray(mesh.devices))}
+    position = _mesh_positions(mesh)
     instructions = {
         name.group(1): line for line in text.splitlines() if (name := _DEFINED.match(line))
     }
@@ -490,6 +490,19 @@ def _collectives_produced(
         shapes = tuple(re.findall(r"\w+\[[\d,]*\]", produced))
         found.append((op, line, shapes, runs.get(computation, 1) if runs else 1))
     return found
+
+
+def _mesh_positions(mesh: jax.sharding.Mesh) -> dict[int, tuple[int, ...]]:
+    """Each device of a program partitioned over ``mesh``, as the program numbers it, to its
+    coordinates on the mesh.
+
+    A program's replica groups and source-target pairs number devices by their place in its
+    device assignment (XLA's partition ids), which for a mesh is ``mesh.devices`` flattened: not
+    by ``device.id``. The two agree on a mesh whose devices are in id order, as on this CPU
+    build, and differ on a TPU slice, whose ring order ``jax.make_mesh`` follows.
+    """
+    shape = np.asarray(mesh.devices).shape
+    return {flat: tuple(int(i) for i in np.unravel_index(flat, shape)) for flat in range(mesh.size)}
 
 
 def _axes(
