@@ -265,8 +265,8 @@ def test_groups_number_devices_by_their_place_in_the_mesh_not_by_id(cpu_devices)
     # devices 4 and 6 sit in the other column.
     line = "  %ag = f32[8]{0} all-gather(%p), replica_groups=[2,4]<=[4,2]T(1,0), dimensions={0}"
     assert collectives_by_axis(line, mesh)[0].axes == ("data",)
-    listed = "  %ar = f32[3]{0} all-reduce(%p), replica_groups={{0,1},{2,3},{4,5},{6,7}}"
-    assert collectives_by_axis(listed, mesh)[0].axes == ("model",)
+    listed = "  %ar = f32[3]{0} all-reduce(%p), replica_groups={{0,2,4,6},{1,3,5,7}}"
+    assert collectives_by_axis(listed, mesh)[0].axes == ("data",)
 
 
 def test_an_axis_of_size_one_left_out_of_the_printed_mesh_does_not_shift_the_names(cpu_devices):

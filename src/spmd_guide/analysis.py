@@ -496,10 +496,11 @@ def _mesh_positions(mesh: jax.sharding.Mesh) -> dict[int, tuple[int, ...]]:
     """Each device of a program partitioned over ``mesh``, as the program numbers it, to its
     coordinates on the mesh.
 
-    A program's replica groups and source-target pairs number devices by their place in its
-    device assignment (XLA's partition ids), which for a mesh is ``mesh.devices`` flattened: not
-    by ``device.id``. The two agree on a mesh whose devices are in id order, as on this CPU
-    build, and differ on a TPU slice, whose ring order ``jax.make_mesh`` follows.
+    A ``jit`` program has one replica, so the global device ids in its replica groups and the
+    pairs of a collective permute are partition ids: places in its device assignment, which for
+    a mesh is ``mesh.devices`` flattened, not ``device.id`` s. The two agree on a mesh whose
+    devices are in id order, as on this CPU build, and can differ on a TPU slice, where
+    ``jax.make_mesh`` may follow the chips' ring order.
     """
     shape = np.asarray(mesh.devices).shape
     return {flat: tuple(int(i) for i in np.unravel_index(flat, shape)) for flat in range(mesh.size)}
@@ -543,7 +544,7 @@ def _axes(
             coordinates = [position[device] for device in group]
         except KeyError as missing:
             raise ValueError(
-                f"a collective groups device {missing}, which is not in the mesh "
+                f"a collective groups the device at place {missing}, which is not in the mesh "
                 f"{dict(mesh.shape)}: pass the mesh the program was compiled for"
             ) from None
         for coordinate in coordinates[1:]:
