@@ -12,15 +12,18 @@ from jax.sharding import PartitionSpec as P
 from spmd_guide import make_mesh
 from spmd_guide.analysis import (
     COLLECTIVES,
+    LayerTraffic,
     bytes_per_device,
     collective_elements_per_step,
     collectives_by_axis,
     collectives_per_step,
     count_collectives,
+    ledger_table,
     matmul_result_shapes,
     total_bytes,
     trace_threads,
     traffic_by_layer,
+    values_by_layer,
 )
 
 
@@ -169,6 +172,66 @@ def test_each_value_a_combined_collective_carries_is_traced_to_its_layer(cpu_dev
         ("first", "backward", "all-reduce", ("data",), 3 * 5),
         ("second", "backward", "all-reduce", ("data",), 5 * 2),
     ]
+
+
+# Written the way TPU's compiler writes them: a reduce-scatter as a fusion whose computation
+# all-reduces and slices, with no name inside; a combined all-reduce whose operands were made by
+# one fusion, and whose parts the compiler named after the layers they belong to.
+_TPU_STYLE_STEP = """
+HloModule step
+
+%all-reduce-scatter (input: f32[4,8]) -> f32[2,8] {
+  %input = f32[4,8]{1,0} parameter(0)
+  %all-reduce.1 = f32[4,8]{1,0} all-reduce(%input), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add
+  %offset = u32[] partition-id()
+  ROOT %slice = f32[2,8]{1,0} dynamic-slice(%all-reduce.1, %offset, %offset), dynamic_slice_sizes={2,8}
+}
+
+ENTRY %main (p: f32[4,8], q: f32[8]) -> (f32[2,8], f32[8], f32[3]) {
+  %p = f32[4,8]{1,0} parameter(0)
+  %q = f32[8]{0} parameter(1)
+  %product = f32[4,8]{1,0} multiply(%p, %p), metadata={op_name="jit(step)/jvp(proj)/mul"}
+  %fusion = f32[2,8]{1,0} fusion(%product), kind=kCustom, calls=%all-reduce-scatter, metadata={op_name="jit(step)/jvp(out)/dot_general"}
+  %sums = (f32[8]{0}, f32[3]{0}) fusion(%q), kind=kLoop, calls=%reductions, metadata={op_name="jit(step)/transpose(jvp(proj))/reduce_sum"}
+  %first = f32[8]{0} get-tuple-element(%sums), index=0
+  %second = f32[3]{0} get-tuple-element(%sums), index=1
+  %all-reduce.2 = (f32[8]{0}, f32[3]{0}) all-reduce(%first, %second), channel_id=2, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add
+  %proj-sum = f32[8]{0} get-tuple-element(%all-reduce.2), index=0, metadata={op_name="jit(step)/transpose(jvp(proj))/reduce_sum"}
+  %out-sum = f32[3]{0} get-tuple-element(%all-reduce.2), index=1, metadata={op_name="jit(step)/transpose(jvp(out))/reduce_sum"}
+  ROOT %result = (f32[2,8]{1,0}, f32[8]{0}, f32[3]{0}) tuple(%fusion, %proj-sum, %out-sum)
+}
+"""  # noqa: E501 (compiler output keeps its lines whole)
+
+
+def test_values_take_the_names_of_a_fused_collective_and_of_a_combined_ones_parts(cpu_devices):
+    if len(cpu_devices) < 2:
+        pytest.skip("needs a mesh of 2 devices")
+    pair = make_mesh((2,), ("model",), devices=cpu_devices[:2])
+    found = traffic_by_layer(_TPU_STYLE_STEP, pair, ("proj", "out"))
+    assert sorted((t.layer, t.direction, t.op, t.axes, t.elements) for t in found) == [
+        ("out", "backward", "all-reduce", ("model",), 3),
+        ("out", "forward", "reduce-scatter", ("model",), 2 * 8),
+        ("proj", "backward", "all-reduce", ("model",), 8),
+    ]
+    assert values_by_layer(found) == {
+        ("out", "forward"): {"reduce-scatter over model": 16},
+        ("out", "backward"): {"all-reduce over model": 3},
+        ("proj", "backward"): {"all-reduce over model": 8},
+    }
+    table = ledger_table({"TPU": found}, ("proj", "out")).splitlines()
+    assert table[0] == "| layer | pass | TPU: values per device |"
+    assert table[2:] == [
+        "| `proj` | forward | nothing |",
+        "| `proj` | backward | all-reduce over model: 8 |",
+        "| `out` | forward | reduce-scatter over model: 16 |",
+        "| `out` | backward | all-reduce over model: 3 |",
+    ]
+
+
+def test_values_of_a_collective_run_an_unknown_number_of_times_are_refused():
+    unknown = LayerTraffic("out", "forward", "all-reduce", ("data",), "f32[4]", None)
+    with pytest.raises(ValueError, match="unknown number of times"):
+        values_by_layer([unknown])
 
 
 def test_a_loop_without_a_known_trip_count_is_refused(mesh):

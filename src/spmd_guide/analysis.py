@@ -314,7 +314,7 @@ def collectives_by_axis(compiled: Any, mesh: jax.sharding.Mesh) -> list[Collecti
     position = _mesh_positions(mesh)
     return [
         Collective(op, _axes(line, mesh, position), shapes, times)
-        for op, line, shapes, times in _collectives_produced(text)
+        for op, line, shapes, times, _ in _collectives_produced(text)
     ]
 
 
@@ -354,9 +354,12 @@ def traffic_by_layer(
     from several carries one value per operand, and its own ``op_name`` lists them all after
     their common prefix (``jit(step)/(a:b:...)``), or, on some compilers, only the first; so
     each value is traced through the instruction that made it, past copies, bitcasts, tuple
-    accesses and the like, which carry no name of their own; a value made by none (a program's
-    argument) takes the collective's own name. A value whose origin names no layer of
-    ``layers``, or cannot be found, gets the layer ``""``.
+    accesses and the like, which carry no name of their own. Where the compiler named the
+    parts of a combined collective's result (``get-tuple-element`` s with their own
+    ``op_name``), those names come first. A value made by no named instruction (a program's
+    argument) takes the collective's own name, or, for a collective inside a fusion (TPU's
+    reduce-scatter), the fusion's. A value whose origin names no layer of ``layers``, or cannot
+    be found, gets the layer ``""``.
 
     Args:
         compiled: the result of ``jax.jit(f).lower(...).compile()``, or its ``as_text()``.
@@ -383,8 +386,19 @@ def traffic_by_layer(
             return origin(sources[0], depth + 1) if sources else ""
         return ""
 
+    parts: dict[tuple[str, int], str] = {}
+    for line in instructions.values():
+        part = _NAMED_PART.search(line)
+        if part:
+            parts[(part.group("of"), int(part.group("index")))] = part.group("name")
+    callers = {
+        called.group(1): line
+        for line in instructions.values()
+        if (called := _FUSION_CALLS.search(line))
+    }
+
     found = []
-    for op, line, shapes, times in _collectives_produced(text):
+    for op, line, shapes, times, computation in _collectives_produced(text):
         if times is None:
             raise ValueError(f"a {op} is in a loop whose trip count is not known at compile time")
         axes = _axes(line, mesh, position)
@@ -392,10 +406,12 @@ def traffic_by_layer(
         if line.split("(", 1)[0].rstrip().endswith("-start") and len(shapes) == 2 * len(operands):
             shapes = shapes[len(operands) :]  # an async start's result holds inputs, then outputs
         # The collective's own name, when it is one operation's (a combined one lists several).
-        own = _OP_NAME.search(line)
+        own = _OP_NAME.search(line) or _OP_NAME.search(callers.get(computation, ""))
         single = own.group(1) if own and ":" not in own.group(1) else ""
+        defined = _DEFINED.match(line)
+        this = defined.group(1) if defined else ""
         if len(operands) == len(shapes):
-            sources = [origin(o) or single for o in operands]
+            sources = [parts.get((this, i)) or origin(o) or single for i, o in enumerate(operands)]
         else:
             sources = [single] * len(shapes)
         for shape, source in zip(shapes, sources, strict=True):
@@ -404,7 +420,58 @@ def traffic_by_layer(
     return found
 
 
+OUTSIDE_LAYERS = "(no layer)"
+"""The layer :func:`values_by_layer` gives values whose origin names none of the layers."""
+
+
+def values_by_layer(found: Sequence[LayerTraffic]) -> dict[tuple[str, str], dict[str, int]]:
+    """How many values each (layer, direction) puts through each collective in one call, per
+    device: ``{("down", "forward"): {"all-reduce over model": 8192}, ...}``.
+
+    Args:
+        found: the result of :func:`traffic_by_layer`.
+
+    Raises:
+        ValueError: if a collective's number of runs is not known.
+    """
+    rows: dict[tuple[str, str], dict[str, int]] = {}
+    for item in found:
+        if item.runs is None:
+            raise ValueError(f"a {item.op} of {item.shape} runs an unknown number of times")
+        where = f"{item.op} over {', '.join(item.axes)}"
+        row = rows.setdefault((item.layer or OUTSIDE_LAYERS, item.direction), {})
+        row[where] = row.get(where, 0) + item.elements * item.runs
+    return rows
+
+
+def ledger_table(traffic: dict[str, Sequence[LayerTraffic]], layers: Sequence[str]) -> str:
+    """A Markdown table with one row per layer and direction, and for each compiler (the keys
+    of ``traffic``, each mapped to its :func:`traffic_by_layer`) the values per device its
+    collectives carry, by collective and mesh axes. Every layer has a forward and a backward
+    row; values from outside every layer get rows only where there are some."""
+    tables = {compiler: values_by_layer(found) for compiler, found in traffic.items()}
+    lines = [
+        "| layer | pass | " + " | ".join(f"{c}: values per device" for c in tables) + " |",
+        "| --- | --- |" + " --- |" * len(tables),
+    ]
+    for layer in (*layers, OUTSIDE_LAYERS):
+        for direction in ("forward", "backward"):
+            cells = [rows.get((layer, direction), {}) for rows in tables.values()]
+            if layer == OUTSIDE_LAYERS and not any(cells):
+                continue
+            described = [
+                ", ".join(f"{where}: {n:,}" for where, n in cell.items()) or "nothing"
+                for cell in cells
+            ]
+            name = layer if layer == OUTSIDE_LAYERS else f"`{layer}`"
+            lines.append(f"| {name} | {direction} | " + " | ".join(described) + " |")
+    return "\n".join(lines)
+
+
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
+_NAMED_PART = re.compile(
+    r"get-tuple-element\(%(?P<of>[\w.\-]+)\), index=(?P<index>\d+).*?op_name=\"(?P<name>[^\"]*)\""
+)
 _DEFINED = re.compile(r"\s*(?:ROOT\s+)?%([\w.\-]+)\s*=")
 _PASS_THROUGH = re.compile(
     r"\s(bitcast|copy|convert|reshape|get-tuple-element|transpose|copy-start|copy-done)\("
@@ -445,7 +512,7 @@ def collective_elements_per_step(compiled: Any) -> dict[str, int]:
     """
     text = compiled if isinstance(compiled, str) else compiled.as_text()
     totals: Counter[str] = Counter()
-    for op, line, shapes, times in _collectives_produced(text):
+    for op, line, shapes, times, _ in _collectives_produced(text):
         if times is None:
             raise ValueError(
                 f"a {op} ({line.split('=')[0].strip()}) is in a loop whose trip count is not "
@@ -472,9 +539,9 @@ def _elements(shape: str) -> int:
 
 def _collectives_produced(
     text: str,
-) -> list[tuple[str, str, tuple[str, ...], int | None]]:
+) -> list[tuple[str, str, tuple[str, ...], int | None, str]]:
     """Each collective as ``(op, instruction line, per-device shapes it produces, runs per
-    call)``."""
+    call, the computation it is in)``."""
     runs = _runs_per_call(text) if "ENTRY" in text else {}
     found = []
     for op, line, computation in _collective_lines(text):
@@ -488,7 +555,7 @@ def _collectives_produced(
             )
             produced = caller.group(1) if caller else produced
         shapes = tuple(re.findall(r"\w+\[[\d,]*\]", produced))
-        found.append((op, line, shapes, runs.get(computation, 1) if runs else 1))
+        found.append((op, line, shapes, runs.get(computation, 1) if runs else 1, computation))
     return found
 
 
