@@ -9,7 +9,7 @@ so that the TPU compiler's collectives and temporaries stand beside this build's
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -33,6 +33,7 @@ class StrategyMeasurement:
     ``temporary_bytes`` is the compiled training step's scratch memory per device, as this
     backend's compiler planned it (``memory_analysis().temp_size_in_bytes``): another backend's
     compiler plans differently. ``total_param_bytes`` counts the model's parameters once.
+    ``program`` and ``tpu_program`` are the compiled steps' HLO text, for reading further.
     """
 
     strategy: str
@@ -46,6 +47,8 @@ class StrategyMeasurement:
     tpu_topology: str | None = None
     tpu_temporary_bytes: int | None = None
     tpu_collectives: dict[str, int] | None = None
+    program: str = field(default="", repr=False)
+    tpu_program: str | None = field(default=None, repr=False)
 
     @property
     def param_share(self) -> float:
@@ -114,6 +117,7 @@ def measure_strategy(
             tpu_topology=tpu_topology,
             tpu_temporary_bytes=tpu_compiled.memory_analysis().temp_size_in_bytes,
             tpu_collectives=count_collectives(tpu_compiled),
+            tpu_program=tpu_compiled.as_text(),
         )
     measurement = dict(
         strategy=strategy,
@@ -123,6 +127,7 @@ def measure_strategy(
         temporary_bytes=compiled.memory_analysis().temp_size_in_bytes,
         total_param_bytes=total_bytes(params),
         collectives=count_collectives(compiled),
+        program=compiled.as_text(),
     )
     batches = len(x) // batch_size
     losses = [
