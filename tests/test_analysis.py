@@ -176,7 +176,8 @@ def test_each_value_a_combined_collective_carries_is_traced_to_its_layer(cpu_dev
 
 # Written the way TPU's compiler writes them: a reduce-scatter as a fusion whose computation
 # all-reduces and slices, with no name inside; a combined all-reduce whose operands were made by
-# one fusion, and whose parts the compiler named after the layers they belong to.
+# one fusion, and whose parts the compiler named after the layers they belong to; an async
+# combined all-gather whose -done's parts are named.
 _TPU_STYLE_STEP = """
 HloModule step
 
@@ -190,7 +191,7 @@ HloModule step
 ENTRY %main (p: f32[4,8], q: f32[8]) -> (f32[2,8], f32[8], f32[3]) {
   %p = f32[4,8]{1,0} parameter(0)
   %q = f32[8]{0} parameter(1)
-  %product = f32[4,8]{1,0} multiply(%p, %p), metadata={op_name="jit(step)/jvp(proj)/mul"}
+  %product = f32[4,8]{1,0} multiply(%p, %p)
   %fusion = f32[2,8]{1,0} fusion(%product), kind=kCustom, calls=%all-reduce-scatter, metadata={op_name="jit(step)/jvp(out)/dot_general"}
   %sums = (f32[8]{0}, f32[3]{0}) fusion(%q), kind=kLoop, calls=%reductions, metadata={op_name="jit(step)/transpose(jvp(proj))/reduce_sum"}
   %first = f32[8]{0} get-tuple-element(%sums), index=0
@@ -198,7 +199,13 @@ ENTRY %main (p: f32[4,8], q: f32[8]) -> (f32[2,8], f32[8], f32[3]) {
   %all-reduce.2 = (f32[8]{0}, f32[3]{0}) all-reduce(%first, %second), channel_id=2, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add
   %proj-sum = f32[8]{0} get-tuple-element(%all-reduce.2), index=0, metadata={op_name="jit(step)/transpose(jvp(proj))/reduce_sum"}
   %out-sum = f32[3]{0} get-tuple-element(%all-reduce.2), index=1, metadata={op_name="jit(step)/transpose(jvp(out))/reduce_sum"}
-  ROOT %result = (f32[2,8]{1,0}, f32[8]{0}, f32[3]{0}) tuple(%fusion, %proj-sum, %out-sum)
+  %gather-start = ((f32[2]{0}, f32[1]{0}), (f32[4]{0}, f32[2]{0})) all-gather-start(%first-half, %second-half), channel_id=3, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
+  %first-half = f32[2]{0} slice(%q), slice={[0:2]}
+  %second-half = f32[1]{0} slice(%q), slice={[2:3]}
+  %gather-done = (f32[4]{0}, f32[2]{0}) all-gather-done(%gather-start)
+  %proj-gathered = f32[4]{0} get-tuple-element((f32[4]{0}, f32[2]{0}) %gather-done), index=0, metadata={op_name="jit(step)/jvp(proj)/all_gather"}
+  %out-gathered = f32[2]{0} get-tuple-element(%gather-done), index=1, metadata={op_name="jit(step)/transpose(jvp(out))/all_gather"}
+  ROOT %result = (f32[2,8]{1,0}, f32[8]{0}, f32[3]{0}, f32[4]{0}, f32[2]{0}) tuple(%fusion, %proj-sum, %out-sum, %proj-gathered, %out-gathered)
 }
 """  # noqa: E501 (compiler output keeps its lines whole)
 
@@ -209,22 +216,66 @@ def test_values_take_the_names_of_a_fused_collective_and_of_a_combined_ones_part
     pair = make_mesh((2,), ("model",), devices=cpu_devices[:2])
     found = traffic_by_layer(_TPU_STYLE_STEP, pair, ("proj", "out"))
     assert sorted((t.layer, t.direction, t.op, t.axes, t.elements) for t in found) == [
+        ("out", "backward", "all-gather", ("model",), 2),
         ("out", "backward", "all-reduce", ("model",), 3),
         ("out", "forward", "reduce-scatter", ("model",), 2 * 8),
         ("proj", "backward", "all-reduce", ("model",), 8),
+        ("proj", "forward", "all-gather", ("model",), 4),
     ]
     assert values_by_layer(found) == {
         ("out", "forward"): {"reduce-scatter over model": 16},
-        ("out", "backward"): {"all-reduce over model": 3},
+        ("out", "backward"): {"all-reduce over model": 3, "all-gather over model": 2},
+        ("proj", "forward"): {"all-gather over model": 4},
         ("proj", "backward"): {"all-reduce over model": 8},
     }
     table = ledger_table({"TPU": found}, ("proj", "out")).splitlines()
     assert table[0] == "| layer | pass | TPU: values per device |"
     assert table[2:] == [
-        "| `proj` | forward | nothing |",
+        "| `proj` | forward | all-gather over model: 4 |",
         "| `proj` | backward | all-reduce over model: 8 |",
         "| `out` | forward | reduce-scatter over model: 16 |",
-        "| `out` | backward | all-reduce over model: 3 |",
+        "| `out` | backward | all-reduce over model: 3; all-gather over model: 2 |",
+    ]
+    with pytest.raises(ValueError, match=r"not in layers=\('proj',\)"):
+        ledger_table({"TPU": found}, ("proj",))
+
+
+_TUPLE_REDUCE_SCATTER = """
+HloModule step
+
+%all-reduce-scatter.1 (first: f32[4,2], second: f32[2,4]) -> (f32[2,2], f32[2,2]) {
+  %first = f32[4,2]{1,0} parameter(0)
+  %second = f32[2,4]{1,0} parameter(1)
+  %all-reduce.3 = (f32[4,2]{1,0}, f32[2,4]{1,0}) all-reduce(%first, %second), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add
+  ROOT %slices = (f32[2,2]{1,0}, f32[2,2]{1,0}) custom-call(%all-reduce.3), custom_call_target="slices"
+}
+
+%all-reduce-scatter (input: f32[8]) -> f32[4] {
+  %input = f32[8]{0} parameter(0)
+  %all-reduce.4 = f32[8]{0} all-reduce(%input), channel_id=2, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add
+  ROOT %slice = f32[4]{0} slice(%all-reduce.4), slice={[0:4]}
+}
+
+ENTRY %main (p: f32[4,2], q: f32[2,4], r: f32[8]) -> ((f32[2,2], f32[2,2]), f32[4]) {
+  %p = f32[4,2]{1,0} parameter(0)
+  %q = f32[2,4]{1,0} parameter(1)
+  %r = f32[8]{0} parameter(2)
+  %both = (f32[2,2]{1,0}, f32[2,2]{1,0}) fusion(%p, %q), kind=kCustom, calls=%all-reduce-scatter.1
+  %one = f32[4]{0} fusion(%r), kind=kCustom, calls=%all-reduce-scatter
+  ROOT %result = ((f32[2,2]{1,0}, f32[2,2]{1,0}), f32[4]{0}) tuple(%both, %one)
+}
+"""  # noqa: E501 (compiler output keeps its lines whole)
+
+
+def test_a_fused_reduce_scatter_produces_its_fusions_result(cpu_devices):
+    if len(cpu_devices) < 2:
+        pytest.skip("needs a mesh of 2 devices")
+    pair = make_mesh((2,), ("model",), devices=cpu_devices[:2])
+    found = collectives_by_axis(_TUPLE_REDUCE_SCATTER, pair)
+    # Each from its own fusion, though one computation's name begins the other's.
+    assert [(c.op, c.shapes) for c in found] == [
+        ("reduce-scatter", ("f32[2,2]", "f32[2,2]")),
+        ("reduce-scatter", ("f32[4]",)),
     ]
 
 

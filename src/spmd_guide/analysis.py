@@ -355,11 +355,12 @@ def traffic_by_layer(
     their common prefix (``jit(step)/(a:b:...)``), or, on some compilers, only the first; so
     each value is traced through the instruction that made it, past copies, bitcasts, tuple
     accesses and the like, which carry no name of their own. Where the compiler named the
-    parts of a combined collective's result (``get-tuple-element`` s with their own
-    ``op_name``), those names come first. A value made by no named instruction (a program's
-    argument) takes the collective's own name, or, for a collective inside a fusion (TPU's
-    reduce-scatter), the fusion's. A value whose origin names no layer of ``layers``, or cannot
-    be found, gets the layer ``""``.
+    parts of a combined collective's result (``get-tuple-element`` s of it, or of its
+    ``-done``, with their own ``op_name``), those names come first. A value whose maker has no
+    name (a program's argument, or a fused computation's parameter) takes the collective's own
+    name, or for a collective inside a fusion (TPU's reduce-scatter) the fusion's. A value whose
+    origin names no layer of ``layers``, or cannot be found, gets the layer ``""``. A value is
+    listed under the pass that made it, whichever pass the collective runs in.
 
     Args:
         compiled: the result of ``jax.jit(f).lower(...).compile()``, or its ``as_text()``.
@@ -387,15 +388,15 @@ def traffic_by_layer(
         return ""
 
     parts: dict[tuple[str, int], str] = {}
-    for line in instructions.values():
-        part = _NAMED_PART.search(line)
+    done_of: dict[str, str] = {}  # an async collective's -start, to its -done
+    for defined_name, definition in instructions.items():
+        part = _NAMED_PART.search(definition)
         if part:
             parts[(part.group("of"), int(part.group("index")))] = part.group("name")
-    callers = {
-        called.group(1): line
-        for line in instructions.values()
-        if (called := _FUSION_CALLS.search(line))
-    }
+        done = _ASYNC_DONE.search(definition)
+        if done:
+            done_of[done.group(1)] = defined_name
+    callers = _fusion_callers(text)
 
     found = []
     for op, line, shapes, times, computation in _collectives_produced(text):
@@ -403,15 +404,21 @@ def traffic_by_layer(
             raise ValueError(f"a {op} is in a loop whose trip count is not known at compile time")
         axes = _axes(line, mesh, position)
         operands = _call_operands(line, op)
-        if line.split("(", 1)[0].rstrip().endswith("-start") and len(shapes) == 2 * len(operands):
+        started = re.search(r"\s" + re.escape(op) + r"-start\(", line)
+        if started and len(shapes) == 2 * len(operands):
             shapes = shapes[len(operands) :]  # an async start's result holds inputs, then outputs
         # The collective's own name, when it is one operation's (a combined one lists several).
-        own = _OP_NAME.search(line) or _OP_NAME.search(callers.get(computation, ""))
+        caller = callers.get(computation, "")
+        own = _OP_NAME.search(line) or _OP_NAME.search(caller)
         single = own.group(1) if own and ":" not in own.group(1) else ""
-        defined = _DEFINED.match(line)
-        this = defined.group(1) if defined else ""
+        defined = _DEFINED.match(caller or line)
+        results = [defined.group(1)] if defined else []
+        results += [done_of[r] for r in results if r in done_of]
         if len(operands) == len(shapes):
-            sources = [parts.get((this, i)) or origin(o) or single for i, o in enumerate(operands)]
+            sources = [
+                next((parts[r, i] for r in results if (r, i) in parts), "") or origin(o) or single
+                for i, o in enumerate(operands)
+            ]
         else:
             sources = [single] * len(shapes)
         for shape, source in zip(shapes, sources, strict=True):
@@ -426,7 +433,8 @@ OUTSIDE_LAYERS = "(no layer)"
 
 def values_by_layer(found: Sequence[LayerTraffic]) -> dict[tuple[str, str], dict[str, int]]:
     """How many values each (layer, direction) puts through each collective in one call, per
-    device: ``{("down", "forward"): {"all-reduce over model": 8192}, ...}``.
+    device: ``{("down", "forward"): {"all-reduce over model": 8192}, ...}``, a collective over
+    several axes written ``over data+model``.
 
     Args:
         found: the result of :func:`traffic_by_layer`.
@@ -438,7 +446,7 @@ def values_by_layer(found: Sequence[LayerTraffic]) -> dict[tuple[str, str], dict
     for item in found:
         if item.runs is None:
             raise ValueError(f"a {item.op} of {item.shape} runs an unknown number of times")
-        where = f"{item.op} over {', '.join(item.axes)}"
+        where = f"{item.op} over {'+'.join(item.axes)}"
         row = rows.setdefault((item.layer or OUTSIDE_LAYERS, item.direction), {})
         row[where] = row.get(where, 0) + item.elements * item.runs
     return rows
@@ -450,6 +458,12 @@ def ledger_table(traffic: dict[str, Sequence[LayerTraffic]], layers: Sequence[st
     collectives carry, by collective and mesh axes. Every layer has a forward and a backward
     row; values from outside every layer get rows only where there are some."""
     tables = {compiler: values_by_layer(found) for compiler, found in traffic.items()}
+    unlisted = {layer for rows in tables.values() for layer, _ in rows} - {*layers, OUTSIDE_LAYERS}
+    if unlisted:
+        raise ValueError(
+            f"traffic from layers {sorted(unlisted)} that are not in layers={tuple(layers)}; "
+            "pass ledger_table the layers given to traffic_by_layer"
+        )
     lines = [
         "| layer | pass | " + " | ".join(f"{c}: values per device" for c in tables) + " |",
         "| --- | --- |" + " --- |" * len(tables),
@@ -460,7 +474,7 @@ def ledger_table(traffic: dict[str, Sequence[LayerTraffic]], layers: Sequence[st
             if layer == OUTSIDE_LAYERS and not any(cells):
                 continue
             described = [
-                ", ".join(f"{where}: {n:,}" for where, n in cell.items()) or "nothing"
+                "; ".join(f"{where}: {n:,}" for where, n in cell.items()) or "nothing"
                 for cell in cells
             ]
             name = layer if layer == OUTSIDE_LAYERS else f"`{layer}`"
@@ -469,9 +483,12 @@ def ledger_table(traffic: dict[str, Sequence[LayerTraffic]], layers: Sequence[st
 
 
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
+# `get-tuple-element(%x)`, or with the operand's type printed before it.
 _NAMED_PART = re.compile(
-    r"get-tuple-element\(%(?P<of>[\w.\-]+)\), index=(?P<index>\d+).*?op_name=\"(?P<name>[^\"]*)\""
+    r"get-tuple-element\([^%]*%(?P<of>[\w.\-]+)\), index=(?P<index>\d+)"
+    r".*?op_name=\"(?P<name>[^\"]*)\""
 )
+_ASYNC_DONE = re.compile(r"\s[\w-]+-done\([^%]*%([\w.\-]+)\)")
 _DEFINED = re.compile(r"\s*(?:ROOT\s+)?%([\w.\-]+)\s*=")
 _PASS_THROUGH = re.compile(
     r"\s(bitcast|copy|convert|reshape|get-tuple-element|transpose|copy-start|copy-done)\("
@@ -543,20 +560,28 @@ def _collectives_produced(
     """Each collective as ``(op, instruction line, per-device shapes it produces, runs per
     call, the computation it is in)``."""
     runs = _runs_per_call(text) if "ENTRY" in text else {}
+    callers = _fusion_callers(text)
     found = []
     for op, line, computation in _collective_lines(text):
         match = _COLLECTIVE_LINE.search(line)
         assert match is not None
         produced = match.group("type")
-        if op != match.group("op"):
+        if op != match.group("op") and computation in callers:
             # A reduce-scatter written as a fusion: what it produces is the fusion's result.
-            caller = re.search(
-                r"=\s*(\S+)\s+fusion\(.*calls=%" + re.escape(computation) + r"\b", text
-            )
-            produced = caller.group(1) if caller else produced
+            produced = callers[computation].split("=", 1)[1].split(" fusion(", 1)[0]
         shapes = tuple(re.findall(r"\w+\[[\d,]*\]", produced))
         found.append((op, line, shapes, runs.get(computation, 1) if runs else 1, computation))
     return found
+
+
+def _fusion_callers(text: str) -> dict[str, str]:
+    """Each fused computation's name, to the line of the first fusion that calls it."""
+    callers: dict[str, str] = {}
+    for line in text.splitlines():
+        called = _FUSION_CALLS.search(line)
+        if called:
+            callers.setdefault(called.group(1), line)
+    return callers
 
 
 def _mesh_positions(mesh: jax.sharding.Mesh) -> dict[int, tuple[int, ...]]:
