@@ -98,7 +98,10 @@ def install(session: nox.Session, *groups: str, locked: bool = True, project: bo
     stamp.unlink(missing_ok=True)
     session.install(*constraints, *project_args, *requirements)
     if locked:
-        stamp.write_text(wanted)
+        # As an install step, so that `nox -R` (which skips installs) never stamps an
+        # environment it did not install.
+        write = f"import pathlib; pathlib.Path({str(stamp)!r}).write_text({wanted!r})"
+        session.run_install("python", "-c", write, silent=True, log=False)
 
 
 def run_tests(session: nox.Session) -> None:
