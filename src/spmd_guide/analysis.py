@@ -411,7 +411,9 @@ def traffic_by_layer(
         caller = callers.get(computation, "")
         own = _OP_NAME.search(line) or _OP_NAME.search(caller)
         single = own.group(1) if own and ":" not in own.group(1) else ""
-        defined = _DEFINED.match(caller or line)
+        # A reduce-scatter written as a fusion: the fusion's result is the collective's.
+        fused_scatter = op == "reduce-scatter" and " reduce-scatter" not in line
+        defined = _DEFINED.match(caller if fused_scatter else line)
         results = [defined.group(1)] if defined else []
         results += [done_of[r] for r in results if r in done_of]
         if len(operands) == len(shapes):
