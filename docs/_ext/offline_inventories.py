@@ -24,6 +24,7 @@ INVENTORY_URLS = {
     "numpy": "https://numpy.org/doc/stable/",
     "jax": "https://docs.jax.dev/en/latest/",
     "flax": "https://flax.readthedocs.io/en/latest/",
+    "matplotlib": "https://matplotlib.org/stable/",
 }
 """Each project's documentation root; its inventory is ``objects.inv`` under it."""
 
@@ -33,6 +34,7 @@ _NAMES = {
     "flax": ("flax", "nnx"),
     "numpy": ("numpy", "np"),
     "optax": ("optax",),
+    "matplotlib": ("matplotlib",),
 }
 
 
