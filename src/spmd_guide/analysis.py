@@ -36,7 +36,7 @@ def _collective_lines(text: str) -> list[tuple[str, str, str]]:
     of one ``shard_map`` may share one.) An all-reduce inside TPU's all-reduce-scatter fusion is
     listed as a ``reduce-scatter``.
     """
-    fused = set(_FUSION_CALLS.findall(text))
+    fused = _fusion_callers(text)
     found: list[tuple[str, str, str]] = []
     seen: set[tuple[str, str]] = set()
     computation = ""
