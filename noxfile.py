@@ -8,11 +8,14 @@ import os
 import platform
 import shutil
 import sys
+import tempfile
+import time
 import urllib.request
 from pathlib import Path
 from types import ModuleType
 
 import nox
+from nox.command import CommandFailed
 from packaging.specifiers import SpecifierSet
 
 ROOT = Path(__file__).parent
@@ -128,6 +131,21 @@ def build_docs(
     session: nox.Session, out: Path, *args: str, env: dict[str, str] | None = None
 ) -> None:
     """sphinx-build the site into out/html, warnings as errors, pages executed on CPU devices."""
+    started = time.time()
+    try:
+        _sphinx_build(session, out, *args, env=env)
+    except CommandFailed:
+        # A page that fails while pages are read in parallel reaches the console as its path
+        # alone; Sphinx keeps the failing cell and its error in a crash log.
+        for log in sorted(Path(tempfile.gettempdir()).glob("sphinx-err-*.log")):
+            if log.stat().st_mtime >= started:
+                session.log(f"{log}:\n{log.read_text(errors='replace')}")
+        raise
+
+
+def _sphinx_build(
+    session: nox.Session, out: Path, *args: str, env: dict[str, str] | None = None
+) -> None:
     session.run(
         "sphinx-build",
         "-W",

@@ -195,6 +195,23 @@ def test_a_gloo_line_that_lands_inside_a_printed_one_is_taken_out():
     assert lines_by_process(output) == ["[0] process 0 of 2: 4 local devices"]
 
 
+def test_gloo_messages_split_over_lines_by_another_thread_are_taken_out():
+    # What one process printed during a build: a second thread's message landed inside the first.
+    output = "\n".join(
+        [
+            "[1] process 1: local rows (8, 3), global array float32[16@data,3]",
+            "[1] [Gloo] Rank 1 is connected to [Gloo] Rank 1 is connected to 7 peer ranks. "
+            "Expected number of connected peer ranks is : 7",
+            "[1] 7 peer ranks. Expected number of connected peer ranks is : 7",
+            "[1] global result: sum of squares 35720.0, psum total 1128.0",
+        ]
+    )
+    assert lines_by_process(output) == [
+        "[1] process 1: local rows (8, 3), global array float32[16@data,3]",
+        "[1] global result: sum of squares 35720.0, psum total 1128.0",
+    ]
+
+
 READING = ROOT / "examples" / "multihost" / "read_a_global_result.py"
 
 

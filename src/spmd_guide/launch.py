@@ -189,16 +189,25 @@ def run_launcher(
     return second, first
 
 
-_GLOO_LOG = re.compile(r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks\. .*?: \d+")
+# Gloo writes its connection message to C++'s standard output piece by piece, and the pieces of
+# messages from two threads can interleave before the buffer is flushed; so each piece is taken
+# out with the number it carries, wherever it landed.
+_GLOO_LOG_PIECES = re.compile(
+    r"\[Gloo\] Rank \d*"
+    r"| ?is connected to \d*"
+    r"|\d* ?peer ranks\. ?"
+    r"|Expected number of connected peer ranks is : \d*"
+)
 
 
 def without_gloo_log(line: str) -> str:
-    """``line`` less any of Gloo's connection messages in it.
+    """``line`` less any of Gloo's connection messages, or pieces of them, in it.
 
     Gloo's C++ logging shares a process's standard output with Python's prints, and on a busy
-    machine one of its lines can land inside a printed one.
+    machine one of its messages can land inside a printed line, or be split over two lines by
+    another thread's message.
     """
-    return _GLOO_LOG.sub("", line)
+    return _GLOO_LOG_PIECES.sub("", line)
 
 
 def lines_by_process(output: str) -> list[str]:
