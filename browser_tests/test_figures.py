@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import pytest
 from conftest import content_pages
-from test_layout_and_pictures import _contrast
+from test_layout_and_pictures import _contrast, _luminance, _rgb
 
 PAGES = [page for page in content_pages() if page != "404.html"]
+# Each page of these sections draws at least one figure from its own executed data.
+DRAWN = [
+    page for page in PAGES if page.startswith(("patterns/", "transformer-patterns/", "guide/"))
+]
 # The collectives drawn on the collectives page, by figure id.
 COLLECTIVE_FIGURES = {
     "figure-psum",
@@ -32,7 +36,7 @@ FIGURES = """
       const fills = (themed) => painted
         .filter(e => e.getAttribute('style').includes('var(--color-foreground') === themed)
         .map(e => getComputedStyle(e).fill)
-        .filter(fill => fill && fill !== 'none');
+        .filter(fill => fill && fill.startsWith('rgb'));
       return {
         id: figure.id,
         label: svg.getAttribute('aria-label') || '',
@@ -77,19 +81,58 @@ def test_every_figure_is_labelled_and_inside_the_column(context, site_url, width
     assert problems == []
 
 
+def test_every_page_of_the_guides_and_patterns_draws_a_figure(context, site_url):
+    assert len(DRAWN) >= 16
+    tab = context.new_page()
+    bare = []
+    for page in DRAWN:
+        tab.goto(site_url + page, wait_until="load")
+        if not tab.evaluate(FIGURES)["figures"]:
+            bare.append(page)
+    assert bare == []
+
+
+def _illegible(found, theme):
+    problems = []
+    for figure in found["figures"]:
+        # No card of its own: the figure sits on the page's background.
+        if figure["background"] not in ("rgba(0, 0, 0, 0)", found["page"]):
+            problems.append((theme, figure["id"], "background", figure["background"]))
+        if not (figure["text"] and figure["shapes"]):
+            problems.append((theme, figure["id"], "no themed text or no coloured shapes"))
+        # WCAG's minimums: 4.5:1 for text, 3:1 for the devices' colours.
+        problems += [
+            (theme, figure["id"], "text", ink)
+            for ink in figure["text"]
+            if _contrast(ink, found["page"]) < 4.5
+        ]
+        problems += [
+            (theme, figure["id"], "shape", ink)
+            for ink in figure["shapes"]
+            if _contrast(ink, found["page"]) < 3
+        ]
+    return problems
+
+
 @pytest.mark.parametrize("theme", ("light", "dark"))
 def test_figures_are_legible_on_the_page_in_both_themes(context, site_url, theme):
     tab = context.new_page()
-    tab.goto(site_url + "patterns/collectives.html", wait_until="load")
-    tab.evaluate(f"document.body.dataset.theme = '{theme}'")
+    problems = []
+    for page in DRAWN:
+        tab.goto(site_url + page, wait_until="load")
+        tab.evaluate(f"document.body.dataset.theme = '{theme}'")
+        problems += [(page, *problem) for problem in _illegible(tab.evaluate(FIGURES), theme)]
+    assert problems == []
+
+
+def test_figures_follow_a_system_dark_scheme(context, site_url):
+    """A reader who never chose a theme gets furo's automatic one, which follows the system."""
+    tab = context.new_page()
+    tab.emulate_media(color_scheme="dark")
+    tab.goto(site_url + "patterns/pipeline.html", wait_until="load")
+    assert tab.evaluate("document.body.dataset.theme") == "auto"
     found = tab.evaluate(FIGURES)
-    assert found["figures"]
-    for figure in found["figures"]:
-        # No card of its own: the figure sits on the page's background.
-        assert figure["background"] in ("rgba(0, 0, 0, 0)", found["page"]), figure
-        assert figure["text"] and figure["shapes"], figure["id"]
-        # WCAG's minimums: 4.5:1 for text, 3:1 for the devices' colours.
-        for ink in figure["text"]:
-            assert _contrast(ink, found["page"]) >= 4.5, (theme, figure["id"], ink)
-        for ink in figure["shapes"]:
-            assert _contrast(ink, found["page"]) >= 3, (theme, figure["id"], ink)
+    # The page is dark, and the figures' ink is light on it.
+    assert _luminance(_rgb(found["page"])) < 0.1, found["page"]
+    assert _illegible(found, "system dark") == []
+    assert all(_luminance(_rgb(ink)) > 0.4 for f in found["figures"] for ink in f["text"])

@@ -39,6 +39,7 @@ extensions = [
     "build_info",
     "execution_cache",
     "execution_status",
+    "figure_alt_text",
     "kernel_environment",
     "offline_inventories",
     "sharding_pictures",

@@ -15,6 +15,7 @@ from spmd_guide.analysis import (
     LayerTraffic,
     bytes_per_device,
     collective_elements_per_step,
+    collective_instructions,
     collectives_by_axis,
     collectives_per_step,
     count_collectives,
@@ -22,6 +23,7 @@ from spmd_guide.analysis import (
     matmul_result_shapes,
     total_bytes,
     trace_threads,
+    trace_timeline,
     traffic_by_layer,
     values_by_layer,
 )
@@ -425,3 +427,52 @@ def test_a_trace_shows_each_devices_instructions_in_order(mesh):
 def test_tracing_needs_a_jitted_function():
     with pytest.raises(TypeError, match=r"jax\.jit"):
         trace_threads(lambda x: x + 1, jnp.ones(3))
+
+
+def test_a_trace_directory_gives_the_last_calls_instructions_device_by_device(mesh, tmp_path):
+    n = mesh.size
+
+    def per_device(block):
+        return jax.lax.psum(jnp.tanh(block) @ block.T, "data")
+
+    step = jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=P("data"), out_specs=P()))
+    x = jax.device_put(jnp.ones((4 * n, 16)), NamedSharding(mesh, P("data")))
+    step(x).block_until_ready()
+    with jax.profiler.trace(str(tmp_path)):
+        for _ in range(2):
+            step(x).block_until_ready()
+    devices = trace_timeline(str(tmp_path))
+    assert sorted(devices) == list(range(n))
+    program = step.lower(x).compile().as_text()
+    collectives = collective_instructions(program)
+    # Even on one device the psum is an all-reduce (of one participant).
+    assert sorted(collectives.values()) == ["all-reduce"]
+    for ops in devices.values():
+        names = [op.name for op in ops]
+        # One call: each instruction at most once per device, in the order they started.
+        assert len(names) == len(set(names))
+        assert set(names) <= set(re.findall(r"%([\w.\-]+) =", program))
+        assert [op.start_us for op in ops] == sorted(op.start_us for op in ops)
+        assert all(op.end_us >= op.start_us >= 0 for op in ops)
+        assert [collectives[name] for name in names if name in collectives] == ["all-reduce"]
+
+
+def test_a_directory_without_a_trace_is_refused_with_the_fix(tmp_path):
+    with pytest.raises(ValueError, match=r"jax\.profiler\.trace"):
+        trace_timeline(str(tmp_path))
+
+
+def test_collectives_are_known_by_their_operation_not_their_name():
+    program = """
+  %psum.3 = f32[4]{0} all-reduce(%x), replica_groups={{0,1}}, to_apply=%add
+  %all-gather-start.1 = (f32[2]{0}, f32[4]{0}) all-gather-start(%psum.3), dimensions={0}
+  %all-gather-done.1 = f32[4]{0} all-gather-done(%all-gather-start.1)
+  %all-reduce.7 = f32[4]{0} add(%psum.3, %all-gather-done.1)
+  ROOT %ppermute.2 = f32[4]{0} collective-permute(%all-reduce.7), source_target_pairs={{0,1}}
+"""
+    assert collective_instructions(program) == {
+        "psum.3": "all-reduce",
+        "all-gather-start.1": "all-gather",
+        "all-gather-done.1": "all-gather",
+        "ppermute.2": "collective-permute",
+    }

@@ -11,12 +11,16 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from docutils import frontend, nodes
+from docutils.parsers import rst
+from docutils.utils import new_document
 from sphinx.errors import ConfigError, ExtensionError
 
 EXTENSIONS = Path(__file__).resolve().parents[1] / "docs" / "_ext"
 sys.path.insert(0, str(EXTENSIONS))
 
 import api_signatures  # noqa: E402
+import figure_alt_text  # noqa: E402
 import hosting  # noqa: E402
 import kernel_environment  # noqa: E402
 import sharding_pictures  # noqa: E402
@@ -211,3 +215,27 @@ def test_a_notebook_is_offered_only_for_a_page_that_shows_code(tmp_path):
     assert source_downloads._offers_notebook(shown)
     assert not source_downloads._offers_notebook(hidden_only)
     assert not source_downloads._offers_notebook(prose)
+
+
+def _page(*outputs: nodes.Node) -> nodes.document:
+    document = new_document("page", frontend.get_default_settings(rst.Parser))
+    document.extend(outputs)
+    return document
+
+
+def test_a_figure_without_alt_text_fails_the_build_and_says_what_to_use():
+    label = 'role="img" aria-label="Every device holds 2 values summed over all 8 devices."'
+    labelled = nodes.raw(
+        "", f"<figure><svg {label} viewBox='0 0 9 9'></svg></figure>", format="html"
+    )
+    figure_alt_text.check("page", _page(labelled, nodes.image(uri="x.png", alt="A chart of x.")))
+    unlabelled = [
+        nodes.raw("", "<div><svg viewBox='0 0 9 9'></svg></div>", format="html"),
+        nodes.raw("", '<svg role="img" aria-label="chart"></svg>', format="html"),
+        nodes.image(uri="../_build/jupyter_execute/page_3_0.png"),
+    ]
+    for output in unlabelled:
+        with pytest.raises(ExtensionError, match=r"page: .* spmd_guide\.figures"):
+            figure_alt_text.check("page", _page(output))
+    # Markup that merely mentions an svg element is not one.
+    figure_alt_text.check("page", _page(nodes.raw("", "<code>&lt;svg&gt;</code>", format="html")))

@@ -75,3 +75,86 @@ def test_a_figure_is_inline_svg_labelled_themed_and_with_ids_of_its_own(ring):
 def test_a_figure_without_a_usable_name_or_alt_text_is_refused(name, alt, message):
     with pytest.raises(ValueError, match=message):
         figures.to_svg(figures.new_figure(1.0, 1.0), name=name, alt=alt)
+
+
+def _fills(svg):
+    return set(re.findall(r"fill: (#[0-9a-f]{6}|var\([^)]*\))", svg))
+
+
+def test_a_grid_paints_each_mark_and_names_each_row():
+    rows = [[figures.Mark(0), None, figures.Mark(1, hatched=True)], [None, figures.Mark(2), None]]
+    drawn = figures.grid(
+        "schedule", "a schedule", rows, row_labels=["stage 0", "stage 1"], column_title="tick"
+    )
+    fills = _fills(drawn.svg)
+    assert {figures.DEVICE_COLOURS[0], figures.DEVICE_COLOURS[2]} <= fills
+    # The hatched mark is drawn as a pattern in its colour, not as a fill.
+    assert "<pattern" in drawn.svg and figures.DEVICE_COLOURS[1] in drawn.svg
+    with pytest.raises(ValueError, match="name every row"):
+        figures.grid("schedule", "a schedule", rows, row_labels=["stage 0"], column_title="tick")
+
+
+def test_bars_refuse_parts_they_cannot_paint_and_nothing_to_draw():
+    parts = {"kept": figures.Mark(0)}
+    drawn = figures.bars(
+        "memory", "bytes", {"a": {"kept": 2.0}}, unit="MB", parts=parts, limit=("16", 16.0)
+    )
+    assert figures.DEVICE_COLOURS[0] in _fills(drawn.svg)
+    with pytest.raises(ValueError, match=r"parts \['lost'\] that parts= does not paint"):
+        figures.bars("memory", "bytes", {"a": {"lost": 1.0}}, unit="MB", parts=parts)
+    with pytest.raises(ValueError, match="negative part"):
+        figures.bars("memory", "bytes", {"a": {"kept": -1.0}}, unit="MB", parts=parts)
+    with pytest.raises(ValueError, match="nothing to draw"):
+        figures.bars("memory", "bytes", {"a": {"kept": 0.0}}, unit="MB", parts=parts)
+
+
+def test_a_timeline_refuses_unknown_kinds_and_backward_intervals():
+    kinds = {"compute": figures.Mark(0), "all-reduce": figures.Mark(3)}
+    lanes = {"device 0": [(0.0, 1.0, "compute"), (1.0, 1.5, "all-reduce")]}
+    drawn = figures.timeline("steps", "a step", lanes, kinds=kinds, unit="ms")
+    assert {figures.DEVICE_COLOURS[0], figures.DEVICE_COLOURS[3]} <= _fills(drawn.svg)
+    with pytest.raises(ValueError, match="kind 'send', which kinds= does not paint"):
+        figures.timeline("steps", "a step", {"d": [(0.0, 1.0, "send")]}, kinds=kinds, unit="ms")
+    with pytest.raises(ValueError, match="ends"):
+        figures.timeline("steps", "a step", {"d": [(2.0, 1.0, "compute")]}, kinds=kinds, unit="ms")
+
+
+def test_layouts_colour_each_part_by_its_devices_and_say_how_it_is_split(ring):
+    n = ring.shape["x"]
+    split = jax.device_put(jnp.ones((2 * n, 3)), NamedSharding(ring, P("x")))
+    whole = jax.device_put(jnp.ones(5), NamedSharding(ring, P()))
+    drawn = figures.layouts("placed", "Two arrays", {"rows": split, "bias": whole})
+    assert drawn.alt.startswith("Two arrays: rows (")
+    assert "split, rows over x" in drawn.alt and "bias (5) whole on every device" in drawn.alt
+    # Every device's colour appears: as the owner of a part, and among the bias's copies.
+    assert {figures.DEVICE_COLOURS[d % 8] for d in range(n)} <= _fills(drawn.svg)
+    with pytest.raises(ValueError, match="cannot be drawn flat"):
+        figures.layouts(
+            "placed",
+            "3-D",
+            {"cube": jax.device_put(jnp.ones((n, 2, 2)), NamedSharding(ring, P("x")))},
+        )
+    with pytest.raises(ValueError, match="no NamedSharding"):
+        figures.layouts("placed", "numpy", {"host": jnp.ones(3).__array__()})
+
+
+def test_a_mesh_joins_neighbours_solid_within_a_group_and_dashed_across():
+    drawn = figures.mesh(
+        "hybrid",
+        "two processes",
+        [[0, 1], [2, 3]],
+        group_of={0: 0, 1: 0, 2: 1, 3: 1},
+        axis_names=("process", "local"),
+        links=("within", "across"),
+    )
+    assert {figures.DEVICE_COLOURS[0], figures.DEVICE_COLOURS[1]} <= _fills(drawn.svg)
+    assert "stroke-dasharray" in drawn.svg
+    with pytest.raises(ValueError, match=r"devices \[3\] have no group"):
+        figures.mesh(
+            "hybrid",
+            "x",
+            [[0, 1], [2, 3]],
+            group_of={0: 0, 1: 0, 2: 1},
+            axis_names=("a", "b"),
+            links=("in", "out"),
+        )

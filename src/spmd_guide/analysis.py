@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import glob
+import gzip
+import json
 import math
 import re
 import tempfile
@@ -265,6 +267,71 @@ def trace_threads(function: Any, *args: Any) -> dict[str, list[TimedOperation]]:
             TimedOperation(name, (start - first) / 1e3, (end - first) / 1e3)
         )
     return threads
+
+
+def trace_timeline(trace_dir: str) -> dict[int, list[TimedOperation]]:
+    """The last program call recorded in a ``jax.profiler.trace`` directory, device by device:
+    each instruction of the compiled program that device ran, in the order they started, timed
+    from the call's first instruction on any device.
+
+    Reads the trace viewer's JSON (``*.trace.json.gz``), in which XLA's CPU runtime gives each
+    instruction it ran its device (``device_ordinal``) and its call (``run_id``). A call spans
+    every device; the last to start is taken, so a trace of several steps gives the final one.
+
+    Raises:
+        ValueError: if the directory holds no such trace, or the trace names no instruction with
+            its device (a runtime other than XLA's CPU runtime may not).
+    """
+    found = sorted(glob.glob(f"{trace_dir}/**/*.trace.json.gz", recursive=True))
+    if not found:
+        raise ValueError(
+            f"no *.trace.json.gz under {trace_dir}: write one with jax.profiler.trace(dir)"
+        )
+    with gzip.open(found[-1]) as file:
+        events = json.load(file)["traceEvents"]
+    ran = [
+        event
+        for event in events
+        if event.get("ph") == "X"
+        and {"hlo_op", "device_ordinal", "run_id"} <= set(event.get("args", {}))
+    ]
+    if not ran:
+        raise ValueError(
+            f"the trace in {found[-1]} names no instruction with its device and call; "
+            "this backend's runtime may not record them so"
+        )
+    first_of_run: dict[str, float] = {}
+    for event in ran:
+        run = event["args"]["run_id"]
+        first_of_run[run] = min(first_of_run.get(run, math.inf), event["ts"])
+    last = max(first_of_run, key=lambda run: first_of_run[run])
+    start = first_of_run[last]
+    devices: dict[int, list[TimedOperation]] = {}
+    for event in sorted(ran, key=lambda event: event["ts"]):
+        if event["args"]["run_id"] == last:
+            devices.setdefault(int(event["args"]["device_ordinal"]), []).append(
+                TimedOperation(
+                    event["args"]["hlo_op"],
+                    event["ts"] - start,
+                    event["ts"] + event["dur"] - start,
+                )
+            )
+    return dict(sorted(devices.items()))
+
+
+_COLLECTIVE_INSTRUCTION = re.compile(
+    r"^\s*(?:ROOT\s+)?%(?P<name>[\w.\-]+)\s*=[^\n]*?\s(?P<op>"
+    + "|".join(COLLECTIVES)
+    + r")(?:-start|-done)?\(",
+    re.M,
+)
+
+
+def collective_instructions(program: str) -> dict[str, str]:
+    """Each instruction of a compiled program's text that is a collective, by name, to which of
+    :data:`COLLECTIVES` it is: ``{"psum.3": "all-reduce", ...}``. Names alone do not say (a
+    ``psum`` compiles to an all-reduce named ``psum.3``); the instruction's operation does."""
+    return {m["name"]: m["op"] for m in _COLLECTIVE_INSTRUCTION.finditer(program)}
 
 
 @dataclass(frozen=True)
