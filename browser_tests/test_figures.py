@@ -132,7 +132,6 @@ def test_figures_follow_a_system_dark_scheme(context, site_url):
     tab.goto(site_url + "patterns/pipeline.html", wait_until="load")
     assert tab.evaluate("document.body.dataset.theme") == "auto"
     found = tab.evaluate(FIGURES)
-    # The page is dark, and the figures' ink is light on it.
+    # The page is dark, and the figures' ink has the contrast on it that only light ink has.
     assert _luminance(_rgb(found["page"])) < 0.1, found["page"]
-    assert _illegible(found, "system dark") == []
-    assert all(_luminance(_rgb(ink)) > 0.4 for f in found["figures"] for ink in f["text"])
+    assert found["figures"] and _illegible(found, "system dark") == []

@@ -520,8 +520,8 @@ def _layout_words(label: str, value: Any) -> str:
 def layouts(name: str, title: str, arrays: Mapping[str, Any]) -> SvgFigure:
     """Each of ``arrays`` (a ``jax.Array``, or anything with a shape and a ``NamedSharding``)
     as a rectangle of its shape, cut into the parts its layout makes, each part in the colour of
-    the device holding it or striped with every device holding a copy. Not to scale between
-    arrays; within one, rows and columns keep their proportion up to 8 to 1.
+    the device holding it, or drawn as a stack of copies, one in each holder's colour. Not to
+    scale between arrays; within one, rows and columns keep their proportion up to 8 to 1.
     """
     if not arrays:
         raise ValueError("no arrays to draw")
@@ -553,13 +553,27 @@ def layouts(name: str, title: str, arrays: Mapping[str, Any]) -> SvgFigure:
             y0 = body + box_height * row_span.start / rows
             w = box_width * (column_span.stop - column_span.start) / columns
             h = box_height * (row_span.stop - row_span.start) / rows
-            stripe = (w - 0.12) / len(devices)
-            for k, device in enumerate(devices):
-                _box(axes, x0 + 0.06 + k * stripe, y0 + 0.06, stripe, h - 0.12, Mark(device))
+            # Copies of one part as a stack of cards, the first holder's in front, the others
+            # showing at its upper right edge: unlike stripes, never mistaken for a split.
+            copies = len(devices)
+            step = min(0.14, 0.35 * min(w, h) / (copies - 1)) if copies > 1 else 0.0
+            card_w, card_h = w - 0.12 - (copies - 1) * step, h - 0.12 - (copies - 1) * step
+            for k in reversed(range(copies)):
+                _box(
+                    axes,
+                    x0 + 0.06 + k * step,
+                    y0 + 0.06 + (copies - 1 - k) * step,
+                    card_w,
+                    card_h,
+                    Mark(devices[k]),
+                )
         shape = "\u00d7".join(map(str, value.shape))
         axes.text(left, body + box_height + 0.6, shape, color=MUTED_INK, fontsize=7, va="center")
     words = "; ".join(_layout_words(label, value) for label, value in arrays.items())
-    alt = f"{title}: {words}. Each part is drawn in the colour of the device holding it."
+    alt = (
+        f"{title}: {words}. Each part is drawn in the colour of the device holding it, a part "
+        "held by several devices as a stack of copies in their colours."
+    )
     return to_svg(figure, name=name, alt=alt)
 
 
