@@ -124,7 +124,7 @@ def test_layouts_colour_each_part_by_its_devices_and_say_how_it_is_split(ring):
     split = jax.device_put(jnp.ones((2 * n, 3)), NamedSharding(ring, P("x")))
     whole = jax.device_put(jnp.ones(5), NamedSharding(ring, P()))
     drawn = figures.layouts("placed", "Two arrays", {"rows": split, "bias": whole})
-    assert drawn.alt.startswith("Two arrays: rows (")
+    assert drawn.alt.startswith("Two arrays, not to scale between arrays: rows (")
     assert "split, rows over x" in drawn.alt and "bias (5) whole on every device" in drawn.alt
     # Every device's colour appears: as the owner of a part, and among the bias's copies.
     assert {figures.DEVICE_COLOURS[d % 8] for d in range(n)} <= _fills(drawn.svg)

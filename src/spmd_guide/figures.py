@@ -275,9 +275,11 @@ _CHAR_CELLS = 0.36
 
 @dataclass(frozen=True)
 class Mark:
-    """How a box is painted: in one of :data:`DEVICE_COLOURS`, solid or hatched."""
+    """How a box is painted: in one of :data:`DEVICE_COLOURS` (by index, modulo their number),
+    or in :data:`MUTED_INK` where ``colour`` is ``None`` (what belongs to no device); solid or
+    hatched."""
 
-    colour: int
+    colour: int | None
     hatched: bool = False
 
 
@@ -292,7 +294,7 @@ def _canvas(width: float, height: float) -> tuple[Figure, Axes]:
 
 
 def _box(axes: Axes, left: float, top: float, width: float, height: float, mark: Mark) -> None:
-    colour = DEVICE_COLOURS[mark.colour % len(DEVICE_COLOURS)]
+    colour = MUTED_INK if mark.colour is None else DEVICE_COLOURS[mark.colour % len(DEVICE_COLOURS)]
     if mark.hatched:
         axes.add_patch(
             Rectangle(
@@ -448,7 +450,8 @@ def timeline(
     unit: str,
 ) -> SvgFigure:
     """One lane per entry of ``lanes`` (a device, a thread), each ``(start, end, kind)`` drawn
-    as a box along a shared time scale in ``unit``, painted as ``kinds`` says.
+    as a box along a shared time scale in ``unit``, painted as ``kinds`` says. A box is at least
+    a sliver wide, so that an instruction too short for the scale still shows.
 
     Raises:
         ValueError: if an interval's kind is not in ``kinds``, or it ends before it starts.
@@ -461,6 +464,8 @@ def timeline(
                 raise ValueError(f"lane {lane!r}: an interval ends ({end}) before it starts")
     first = min(start for intervals in lanes.values() for start, _, _ in intervals)
     last = max(end for intervals in lanes.values() for _, end, _ in intervals)
+    if last <= first:
+        raise ValueError("every interval is empty: there is no time to draw")
     labels = max(_text_cells(lane) for lane in lanes) + 0.6
     width = WIDTH_CELLS - labels - 1.0
     figure, axes = _canvas(WIDTH_CELLS, 1.2 * len(lanes) + 10)
@@ -505,6 +510,8 @@ def _tiles(value: Any) -> tuple[tuple[int, int], list[tuple[tuple[slice, slice],
 
 def _layout_words(label: str, value: Any) -> str:
     spec = value.sharding.spec
+    _, parts = _tiles(value)
+    copies = len(parts[0][1])
     shape = "x".join(map(str, value.shape))
     split = [
         f"{'rows' if dim == 0 and len(value.shape) == 2 else 'columns' if dim == 1 else 'elements'}"
@@ -514,14 +521,17 @@ def _layout_words(label: str, value: Any) -> str:
     ]
     if not split:
         return f"{label} ({shape}) whole on every device"
-    return f"{label} ({shape}) split, {' and '.join(split)}"
+    held = f", each part on {copies} devices" if copies > 1 else ""
+    return f"{label} ({shape}) split, {' and '.join(split)}{held}"
 
 
 def layouts(name: str, title: str, arrays: Mapping[str, Any]) -> SvgFigure:
     """Each of ``arrays`` (a ``jax.Array``, or anything with a shape and a ``NamedSharding``)
     as a rectangle of its shape, cut into the parts its layout makes, each part in the colour of
-    the device holding it, or drawn as a stack of copies, one in each holder's colour. Not to
-    scale between arrays; within one, rows and columns keep their proportion up to 8 to 1.
+    the device holding it, or drawn as a stack of copies, one in each holder's colour. Devices
+    are coloured by their position in the mesh (modulo the 8 colours). Not to scale between
+    arrays; within one, rows and columns keep their proportion up to 8 to 1 for a wide array
+    and 3 to 1 for a tall one.
     """
     if not arrays:
         raise ValueError("no arrays to draw")
@@ -532,7 +542,9 @@ def layouts(name: str, title: str, arrays: Mapping[str, Any]) -> SvgFigure:
         (rows, columns), parts = _tiles(value)
         aspect = min(max(columns / rows, 1 / 3), 8.0)
         box_width = min(9.0, 4.5 * aspect) if aspect >= 1 else 4.5 * aspect
-        drawn.append((label, value, rows, columns, parts, box_width, box_width / aspect))
+        # A vector is drawn as a band tall enough to show its copies.
+        box_height = max(box_width / aspect, 2.0 if len(value.shape) == 1 else 0.0)
+        drawn.append((label, value, rows, columns, parts, box_width, box_height))
     # Left to right, wrapping to the next line where the column ends.
     placed, left, top, line_height = [], 0.0, 0.0, 0.0
     for item in drawn:
@@ -556,7 +568,7 @@ def layouts(name: str, title: str, arrays: Mapping[str, Any]) -> SvgFigure:
             # Copies of one part as a stack of cards, the first holder's in front, the others
             # showing at its upper right edge: unlike stripes, never mistaken for a split.
             copies = len(devices)
-            step = min(0.14, 0.35 * min(w, h) / (copies - 1)) if copies > 1 else 0.0
+            step = min(0.25, 0.45 * min(w, h) / (copies - 1)) if copies > 1 else 0.0
             card_w, card_h = w - 0.12 - (copies - 1) * step, h - 0.12 - (copies - 1) * step
             for k in reversed(range(copies)):
                 _box(
@@ -571,8 +583,8 @@ def layouts(name: str, title: str, arrays: Mapping[str, Any]) -> SvgFigure:
         axes.text(left, body + box_height + 0.6, shape, color=MUTED_INK, fontsize=7, va="center")
     words = "; ".join(_layout_words(label, value) for label, value in arrays.items())
     alt = (
-        f"{title}: {words}. Each part is drawn in the colour of the device holding it, a part "
-        "held by several devices as a stack of copies in their colours."
+        f"{title}, not to scale between arrays: {words}. Each part is drawn in the colour of the "
+        "device holding it, a part held by several devices as a stack of copies in their colours."
     )
     return to_svg(figure, name=name, alt=alt)
 
