@@ -1,5 +1,7 @@
 """Expected: fails result
 Hint: only the first of each stage's layers was applied
+
+Written for one layer per stage: each stage applies ws[0] and skips the rest of its layers.
 """
 
 import jax
@@ -10,22 +12,29 @@ from jax.sharding import PartitionSpec as P
 
 def pipeline_forward(x, weights, *, mesh, microbatches):
     S = mesh.shape["stage"]
-    mb = x.reshape(microbatches, -1, x.shape[1])
+    forward = [(i, (i + 1) % S) for i in range(S)]
+    backward = [(i, (i - 1) % S) for i in range(S)]
 
-    def body(w, mb):
-        w = w[0]  # this stage's layer
+    def shift(q):
+        return jnp.concatenate([q[1:], jax.lax.ppermute(q[:1], "stage", backward)])
+
+    def body(ws, q):
         s = jax.lax.axis_index("stage")
-        carry = jnp.zeros_like(mb[0])
-        out = jnp.zeros_like(mb)
-        for t in range(microbatches + S - 1):
-            h = jnp.tanh(jnp.where(s == 0, mb[min(t, microbatches - 1)], carry) @ w)
-            if t >= S - 1:
-                out = out.at[t - S + 1].set(h)
-            carry = jax.lax.ppermute(h, "stage", [(i, (i + 1) % S) for i in range(S)])
-        return jax.lax.psum(jnp.where(s == S - 1, out, 0), "stage")
+
+        def step(t, carry):
+            h, q, out = carry
+            h = jnp.where(s == 0, q[0], h)
+            for w in ws[:1]:
+                h = jnp.tanh(h @ w)
+            q, out = shift(q), shift(out)
+            out = out.at[-1].set(jnp.where(s == S - 1, h, out[-1]))
+            return jax.lax.ppermute(h, "stage", forward), q, out
+
+        h0 = jnp.zeros_like(q[0])
+        _, _, out = jax.lax.fori_loop(0, microbatches + S - 1, step, (h0, q, jnp.zeros_like(q)))
+        return out
 
     ws = jax.device_put(weights, NamedSharding(mesh, P("stage")))
-    mb = jax.device_put(mb, NamedSharding(mesh, P()))
-    return jax.shard_map(body, mesh=mesh, in_specs=(P("stage"), P()), out_specs=P())(
-        ws, mb
-    ).reshape(x.shape)
+    q = jax.device_put(x.reshape(microbatches, -1, x.shape[1]), NamedSharding(mesh, P("stage")))
+    out = jax.shard_map(body, mesh=mesh, in_specs=(P("stage"), P("stage")), out_specs=P("stage"))
+    return out(ws, q).reshape(x.shape)

@@ -11,26 +11,32 @@ from jax.sharding import PartitionSpec as P
 
 
 def pipeline_forward(x, weights, *, mesh, microbatches):
-    stages = mesh.shape["stage"]
-    per_stage = weights.shape[0] // stages
-    chunks = x.reshape(microbatches, -1, x.shape[-1])
-    to_next_stage = [(s, (s + 1) % stages) for s in range(stages)]
+    S = mesh.shape["stage"]
+    forward = [(i, (i + 1) % S) for i in range(S)]
+    backward = [(i, (i - 1) % S) for i in range(S)]
 
-    def per_stage_fn(all_layers, chunks):
-        stage = jax.lax.axis_index("stage")
-        own_layers = jax.lax.dynamic_slice_in_dim(all_layers, stage * per_stage, per_stage)
-        held = jnp.zeros_like(chunks[0])
-        outputs = jnp.zeros_like(chunks)
-        for tick in range(microbatches + stages - 1):
-            h = jnp.where(stage == 0, chunks[min(tick, microbatches - 1)], held)
-            for i in range(per_stage):
-                h = jnp.tanh(h @ own_layers[i])
-            if tick >= stages - 1:
-                outputs = outputs.at[tick - (stages - 1)].set(h)
-            held = jax.lax.ppermute(h, "stage", to_next_stage)
-        return jax.lax.psum(jnp.where(stage == stages - 1, outputs, 0.0), "stage")
+    def shift(q):
+        return jnp.concatenate([q[1:], jax.lax.ppermute(q[:1], "stage", backward)])
 
-    weights = jax.device_put(weights, NamedSharding(mesh, P()))
-    chunks = jax.device_put(chunks, NamedSharding(mesh, P()))
-    run = jax.shard_map(per_stage_fn, mesh=mesh, in_specs=(P(), P()), out_specs=P())
-    return run(weights, chunks).reshape(x.shape)
+    def body(ws, q):
+        s = jax.lax.axis_index("stage")
+        per_stage = ws.shape[0] // S
+        ws = jax.lax.dynamic_slice_in_dim(ws, s * per_stage, per_stage)
+
+        def step(t, carry):
+            h, q, out = carry
+            h = jnp.where(s == 0, q[0], h)
+            for w in ws:
+                h = jnp.tanh(h @ w)
+            q, out = shift(q), shift(out)
+            out = out.at[-1].set(jnp.where(s == S - 1, h, out[-1]))
+            return jax.lax.ppermute(h, "stage", forward), q, out
+
+        h0 = jnp.zeros_like(q[0])
+        _, _, out = jax.lax.fori_loop(0, microbatches + S - 1, step, (h0, q, jnp.zeros_like(q)))
+        return out
+
+    ws = jax.device_put(weights, NamedSharding(mesh, P()))
+    q = jax.device_put(x.reshape(microbatches, -1, x.shape[1]), NamedSharding(mesh, P("stage")))
+    out = jax.shard_map(body, mesh=mesh, in_specs=(P(), P("stage")), out_specs=P("stage"))
+    return out(ws, q).reshape(x.shape)
