@@ -11,22 +11,21 @@ from jax.sharding import PartitionSpec as P
 
 
 def pipeline_forward(x, weights, *, mesh, microbatches):
-    """The layers ``h = tanh(h @ weights[i])``, for i = 0, 1, ..., run as a pipeline.
+    """The layers ``h = tanh(h @ weights[i])``, for i = 0, 1, ..., run as a pipeline over the
+    mesh axis ``'stage'`` of S devices: device s holds layers s*L/S up to (s+1)*L/S, and the
+    batch, cut into M = ``microbatches`` equal parts, starts split over the stages in order
+    (stage s holds microbatches s*M/S up to (s+1)*M/S).
 
-    The mesh axis ``'stage'`` has S devices, and ``weights`` (L layers, L a multiple of S) is
-    split over it by layers: device s holds layers s*L/S up to (s+1)*L/S and applies them in
-    order. The batch is cut into ``microbatches`` equal parts (a multiple of S), and those are
-    split over the stages in order: stage s starts with microbatches s*M/S up to (s+1)*M/S. At
-    tick t stage 0 works on microbatch t, every stage applies its layers to what it holds, and
-    ``jax.lax.ppermute`` passes each result to the next stage; the microbatches reach stage 0,
-    and the finished ones return to where their inputs started, by moving one place along the
-    stages per tick. The pipeline runs ``microbatches + S - 1`` ticks, in a loop.
+    At tick t stage 0 works on microbatch t, every stage applies its layers to what it holds,
+    and ``jax.lax.ppermute`` passes each result to the next stage; the microbatches reach stage
+    0, and the finished ones return to where their inputs started, by moving one place along
+    the stages per tick. The pipeline runs M + S - 1 ticks, in a loop.
 
     Args:
         x: inputs of shape (B, d), B divisible by ``microbatches``.
-        weights: shape (L, d, d), L divisible by the size of ``'stage'``.
+        weights: shape (L, d, d), L divisible by S, the size of ``'stage'``.
         mesh: a mesh with an axis ``'stage'``.
-        microbatches: how many parts to cut the batch into, a multiple of the size of ``'stage'``.
+        microbatches: M, how many parts to cut the batch into, a multiple of S.
 
     """
     stages = mesh.shape["stage"]
@@ -182,27 +181,27 @@ PROBLEM = Problem(
         Program(
             "batch_split",
             "No device holds the whole batch: the `shard_map` receives the batch as the "
-            "stage's (M / S, B / M, d) block of microbatches, and nothing is summed or gathered "
-            "over `'stage'` (no `psum`, no `all_gather`).",
+            "stage's (M / S, B / M, d) block of microbatches, and the program has no `psum` "
+            "(nothing is summed over the stages).",
             test=every(
                 enters_as(
                     lambda o: {"x": (o.kwargs["microbatches"] // _stages(o), *_rows_and_width(o))}
                 ),
-                forbids("psum", "all_gather"),
+                forbids("psum"),
             ),
         ),
         Program(
             "microbatches",
-            "Every stage works on one microbatch at a time: each matrix product inside the "
-            "`shard_map` takes B / `microbatches` rows.",
+            "Every stage works on one microbatch at a time: the left operand of each matrix "
+            "product inside the `shard_map` has B / M rows as its first dimension.",
             test=matmuls_on_rows(
                 lambda o: len(o.args[0]) // o.kwargs["microbatches"], "one microbatch"
             ),
         ),
         Program(
             "loop",
-            "The ticks run in a `jax.lax.scan` or a `jax.lax.fori_loop` with fixed bounds, so "
-            "the program does not grow with the number of microbatches.",
+            "The ticks run in a loop (`jax.lax.scan`, `fori_loop` or `while_loop`): the traced "
+            "program holds fewer `ppermute`s than there are ticks, so it does not grow with M.",
             test=_ticks_in_a_loop,
         ),
         Layout(
