@@ -161,7 +161,12 @@ def _sphinx_build(
         "docs",
         str(out / "html"),
         *args,
-        env={**jax_env(ENVIRONMENT.DEFAULT_DEVICE_COUNT), **(env or {})},
+        env={
+            **jax_env(ENVIRONMENT.DEFAULT_DEVICE_COUNT),
+            # The TPU compiler's plans for the planner page, kept with the environment.
+            "SPMD_GUIDE_TPU_PLANS": str(Path(session.virtualenv.location) / "tpu-plans"),
+            **(env or {}),
+        },
     )
 
 

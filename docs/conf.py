@@ -42,6 +42,7 @@ extensions = [
     "figure_alt_text",
     "kernel_environment",
     "offline_inventories",
+    "page_scripts",
     "sharding_pictures",
     "sitemap",
     "source_downloads",
@@ -86,6 +87,8 @@ html_favicon = "_static/logo.svg"
 html_static_path = ["_static"]
 templates_path = ["_templates"]
 html_css_files = ["spmd-guide.css"]
+# The planner's formulas, then its form, on its page only.
+page_scripts = {"guide/planner": ["planner/model.js", "planner/planner.js"]}
 html_theme_options = {
     "navigation_with_keys": True,
     # "view" is where _templates/components/view-this-page.html offers the downloads.

@@ -1,0 +1,299 @@
+// The planner's formulas: memory per device, communication per step and a roofline step time
+// for training a decoder-only transformer with Adam on a (pipe, data, tensor) mesh.
+//
+// One source for two readers: the page's form runs it in the browser, and the site's build
+// runs it in Python (spmd_guide.planner, through V8) to check it against compiled programs.
+// It is a classic script with no imports, so both can load it as it is.
+(function (root) {
+  "use strict";
+
+  // Published figures. TPUs: How to Scale Your Model (jax-ml/scaling-book), "How to Think
+  // About TPUs". GPUs: NVIDIA's H100 and H200 SXM datasheets (dense bf16, NVLink 4 at 900 GB/s
+  // both ways, one 400 Gb/s InfiniBand NIC per GPU beyond the 8 GPUs of a node).
+  const CHIPS = {
+    v5e: { name: "TPU v5e", hbm: 16e9, hbmBandwidth: 8.1e11, flops: 1.97e14, link: 5e10, kind: "tpu" },
+    v5p: { name: "TPU v5p", hbm: 96e9, hbmBandwidth: 2.8e12, flops: 4.59e14, link: 1e11, kind: "tpu" },
+    v6e: { name: "TPU v6e", hbm: 32e9, hbmBandwidth: 1.6e12, flops: 9.2e14, link: 1e11, kind: "tpu" },
+    h100: { name: "H100 SXM", hbm: 80e9, hbmBandwidth: 3.35e12, flops: 9.89e14, link: 4.5e11, kind: "gpu", nodeGpus: 8, network: 5e10 },
+    h200: { name: "H200 SXM", hbm: 141e9, hbmBandwidth: 4.8e12, flops: 9.89e14, link: 4.5e11, kind: "gpu", nodeGpus: 8, network: 5e10 },
+  };
+
+  const DTYPE_BYTES = { float32: 4, bfloat16: 2 };
+  const REMAT = ["none", "selective", "full"];
+  const SCHEDULES = ["gpipe", "1f1b"];
+
+  const DEFAULTS = {
+    layers: 32, width: 4096, heads: 32, mlp: 16384, vocab: 32000, seq: 4096,
+    param_dtype: "float32", grad_dtype: "float32", opt_dtype: "float32", act_dtype: "bfloat16",
+    batch: 256, microbatches: 1, remat: "full",
+    data: 16, zero: 3, tensor: 4, sequence_parallel: false, pipe: 1, schedule: "1f1b",
+    chip: "v5e",
+  };
+
+  const INTEGER_FIELDS = {
+    layers: "layers", width: "width (d_model)", heads: "attention heads", mlp: "MLP width",
+    vocab: "vocabulary", seq: "sequence length", batch: "global batch",
+    microbatches: "microbatches", data: "data axis", tensor: "tensor axis", pipe: "pipeline stages",
+  };
+
+  function fail(message) {
+    throw new Error(message);
+  }
+
+  function divides(what, size, by, byName, fix) {
+    if (size % by !== 0) {
+      fail(`${what} (${size}) is not divisible by ${byName} (${by}); ${fix}`);
+    }
+  }
+
+  function check(config) {
+    const c = Object.assign({}, DEFAULTS, config);
+    for (const key of Object.keys(c)) {
+      if (!(key in DEFAULTS)) fail(`unknown setting "${key}"; the settings are: ${Object.keys(DEFAULTS).join(", ")}`);
+    }
+    for (const [key, label] of Object.entries(INTEGER_FIELDS)) {
+      const value = c[key];
+      if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
+        fail(`${label} must be a whole number of at least 1, got ${JSON.stringify(value)}`);
+      }
+    }
+    for (const key of ["param_dtype", "grad_dtype", "opt_dtype", "act_dtype"]) {
+      if (!(c[key] in DTYPE_BYTES)) fail(`${key} must be float32 or bfloat16, got ${JSON.stringify(c[key])}`);
+    }
+    if (!REMAT.includes(c.remat)) fail(`remat must be one of ${REMAT.join(", ")}, got ${JSON.stringify(c.remat)}`);
+    if (!SCHEDULES.includes(c.schedule)) fail(`schedule must be gpipe or 1f1b, got ${JSON.stringify(c.schedule)}`);
+    if (![0, 1, 3].includes(c.zero)) fail(`ZeRO stage must be 0, 1 or 3, got ${JSON.stringify(c.zero)}`);
+    if (typeof c.sequence_parallel !== "boolean") fail("sequence parallel must be true or false");
+    if (!(c.chip in CHIPS)) fail(`chip must be one of ${Object.keys(CHIPS).join(", ")}, got ${JSON.stringify(c.chip)}`);
+    divides("width", c.width, c.heads, "the heads", "choose a head count that divides the width");
+    divides("heads", c.heads, c.tensor, "the tensor axis", "choose a tensor axis that divides the heads");
+    divides("MLP width", c.mlp, c.tensor, "the tensor axis", "choose a tensor axis that divides the MLP width");
+    divides("vocabulary", c.vocab, c.tensor, "the tensor axis", "pad the vocabulary to a multiple of the tensor axis");
+    if (c.sequence_parallel) {
+      if (c.tensor === 1) fail("sequence parallel splits activations over the tensor axis, which has size 1; give the tensor axis 2 or more devices, or turn sequence parallel off");
+      divides("sequence length", c.seq, c.tensor, "the tensor axis", "choose a sequence length that the tensor axis divides, or turn sequence parallel off");
+    }
+    divides("layers", c.layers, c.pipe, "the pipeline stages", "choose a stage count that divides the layers");
+    divides("global batch", c.batch, c.data * c.microbatches, "data axis × microbatches",
+      `choose a batch that is a multiple of ${c.data * c.microbatches}, or fewer microbatches`);
+    if (c.zero > 0 && c.data === 1) fail(`ZeRO stage ${c.zero} shards over the data axis, which has size 1; give the data axis 2 or more devices, or choose stage 0`);
+    if (c.zero > 0) {
+      divides("width", c.width, c.data, "the data axis", `ZeRO stage ${c.zero} splits each weight's width over the data axis: choose a data axis that divides ${c.width}`);
+    }
+    return c;
+  }
+
+  function fmt(n) {
+    return Number.isInteger(n) ? n.toLocaleString("en-US") : n.toPrecision(4);
+  }
+
+  function ring(size) {
+    return (size - 1) / size;
+  }
+
+  // One entry of an answer: its value, the formula in symbols, and the formula with the
+  // configuration's numbers put in.
+  function entry(value, formula, numbers) {
+    return { value, formula, numbers };
+  }
+
+  function plan(config) {
+    const c = check(config);
+    const chip = CHIPS[c.chip];
+    const P = DTYPE_BYTES[c.param_dtype], G = DTYPE_BYTES[c.grad_dtype];
+    const O = DTYPE_BYTES[c.opt_dtype], A = DTYPE_BYTES[c.act_dtype];
+    const { layers: L, width: h, heads: n, mlp: f, vocab: V, seq: s } = c;
+    const { data: d, tensor: t, pipe: p, microbatches: m } = c;
+    const devices = d * t * p;
+    const z = d > 1 ? c.zero : 0;
+    const fsdp = z === 3 ? d : 1;
+    const stateSplit = z >= 1 ? d : 1;
+    const sp = c.sequence_parallel ? t : 1;
+
+    const perLayer = 4 * h * h + 2 * h * f;
+    const edges = 2 * V * h;
+    const total = L * perLayer + edges;
+    // Elements one device stores when the data axis splits by `split`.
+    const held = (split) => (L / p) * perLayer / t / split + edges / t / split;
+
+    const memory = {};
+    memory.parameters = entry(
+      held(fsdp) * P,
+      "(L/p · (4h² + 2hf) + 2Vh) / (t · s_p) × bytes(param)",
+      `(${L}/${p} · ${fmt(perLayer)} + ${fmt(edges)}) / (${t} · ${fsdp}) × ${P}`);
+    memory.optimizer = entry(
+      2 * held(stateSplit) * O + 4,
+      "2 moments × (L/p · (4h² + 2hf) + 2Vh) / (t · s_o) × bytes(opt) + 4 (step count)",
+      `2 × ${fmt(held(stateSplit))} × ${O} + 4`);
+    // Gradients live inside the step: with ZeRO 3 each layer's is reduce-scattered as the
+    // backward pass makes it; otherwise every device makes every gradient whole first.
+    const accumulating = m > 1 && p === 1;
+    const gradCopies = accumulating ? 2 : 1;
+    memory.gradients = entry(
+      gradCopies * held(fsdp) * G,
+      (accumulating ? "2 (accumulated and current) × " : "") + "(L/p · (4h² + 2hf) + 2Vh) / (t · s_p) × bytes(grad)",
+      `${gradCopies} × ${fmt(held(fsdp))} × ${G}`);
+
+    const rows = c.batch / (d * m);
+    const tokens = rows * s;
+    // Kept per layer for the backward pass, per microbatch in flight.
+    const wide = 4 * h / sp;
+    const split = (4 * h + 2 * f) / t;
+    const probs = (n / t) * s * s * rows;
+    const keptPerLayer = {
+      none: A * (tokens * (wide + split) + probs),
+      selective: A * tokens * (wide + split),
+      full: A * tokens * h / sp,
+    }[c.remat];
+    const keptFormula = {
+      none: "bytes(act) · (b·s·(4h/sp + (4h + 2f)/t) + b·(n/t)·s²)",
+      selective: "bytes(act) · b·s·(4h/sp + (4h + 2f)/t)",
+      full: "bytes(act) · b·s·h/sp",
+    }[c.remat];
+    // A pipeline keeps what its layers keep for each microbatch a stage has started and not
+    // yet finished backward: GPipe, differentiated by jax.grad as written, keeps every tick's
+    // (the m + p − 1 ticks, bubble included); 1F1B at most p, at stage 0.
+    const gpipe = p > 1 && c.schedule === "gpipe";
+    let inFlight = 1, inFlightFormula = "1";
+    if (p > 1) {
+      inFlight = gpipe ? m + p - 1 : Math.min(p, m);
+      inFlightFormula = gpipe ? "(m + p − 1) (GPipe: every tick)" : "min(p, m) (1F1B, stage 0)";
+    }
+    memory.activations = entry(
+      (L / p) * keptPerLayer * inFlight,
+      `L/p × ${keptFormula} × ${inFlightFormula}`,
+      `${L}/${p} × ${fmt(keptPerLayer)} × ${inFlight}, with b = ${fmt(rows)} rows per device per microbatch`);
+
+    // While it runs: the layer being differentiated, with its attention probabilities
+    // recomputed if they were not kept; the float32 logits, their log-softmax and its gradient;
+    // under ZeRO 3 one layer's weights gathered whole.
+    const layerWhole = A * (tokens * (wide + split) + probs);
+    // GPipe computes the loss once, for all microbatches, after the pipeline.
+    const logitRows = gpipe ? c.batch / d : rows;
+    const logits = 3 * 4 * logitRows * s * V / t;
+    const gathered = z === 3 ? 2 * A * perLayer / t : 0;
+    memory.working = entry(
+      layerWhole + logits + gathered,
+      "bytes(act)·(b·s·(4h/sp + (4h+2f)/t) + b·(n/t)·s²) + 3 × 4·" + (gpipe ? "(B/d)" : "b") + "·s·V/t" + (z === 3 ? " + 2 × bytes(act)·(4h² + 2hf)/t" : ""),
+      `${fmt(layerWhole)} + ${fmt(logits)}` + (z === 3 ? ` + ${fmt(gathered)}` : ""));
+    memory.batch = entry(
+      4 * (c.batch / d) * (s + 1),
+      "4 × B/d × (s + 1) (int32 tokens)",
+      `4 × ${c.batch / d} × ${s + 1}`);
+
+    const memoryTotal = Object.values(memory).reduce((sum, part) => sum + part.value, 0);
+
+    // Communication per step, per device, by collective and mesh axis: the bytes each device
+    // sends (ring algorithms: (k-1)/k of the buffer for a gather or scatter, twice for a sum).
+    const comms = [];
+    const whole = held(1);
+    if (d > 1) {
+      if (z === 0) {
+        comms.push({ op: "all-reduce", axis: "data", what: "gradients", ...entry(2 * ring(d) * whole * G,
+          "2(d−1)/d × gradient bytes", `2 × ${d - 1}/${d} × ${fmt(whole * G)}`) });
+      } else {
+        comms.push({ op: "reduce-scatter", axis: "data", what: "gradients", ...entry(ring(d) * whole * G * (z === 3 ? m : 1),
+          (z === 3 && m > 1 ? "m × " : "") + "(d−1)/d × gradient bytes", `${z === 3 && m > 1 ? m + " × " : ""}${d - 1}/${d} × ${fmt(whole * G)}`) });
+        // ZeRO 3 gathers each layer's weights for the forward pass and again for the backward
+        // (whose recomputation, under remat, uses the same gathered copy), per microbatch.
+        const gathers = z === 3 ? 2 * m : 1;
+        const gatherBytes = z === 3 ? A : P;
+        comms.push({ op: "all-gather", axis: "data", what: z === 3 ? "weights, per use" : "updated parameters",
+          ...entry(gathers * ring(d) * whole * gatherBytes,
+            (z === 3 ? `${gathers} uses × ` : "") + `(d−1)/d × ${z === 3 ? "weights in bytes(act)" : "parameter bytes"}`,
+            `${gathers} × ${d - 1}/${d} × ${fmt(whole * gatherBytes)}`) });
+      }
+    }
+    if (t > 1) {
+      // Megatron: two sums of b·s·h per layer forward, two backward, two more when the
+      // forward is recomputed; with sequence parallel each is a gather and a scatter instead.
+      const perPass = (c.remat === "full" ? 6 : 4) * (L / p) * m * A * tokens * h;
+      const op = c.sequence_parallel ? "all-gather + reduce-scatter" : "all-reduce";
+      comms.push({ op, axis: "tensor", what: "activations", ...entry(2 * ring(t) * perPass,
+        `2(t−1)/t × ${c.remat === "full" ? 6 : 4} × L/p × m × bytes(act)·b·s·h`,
+        `2 × ${t - 1}/${t} × ${c.remat === "full" ? 6 : 4} × ${L / p} × ${m} × ${fmt(A * tokens * h)}`) });
+    }
+    if (p > 1) {
+      comms.push({ op: "collective-permute", axis: "pipe", what: "activations and their gradients",
+        ...entry(2 * m * A * tokens * h / sp, "2 × m × bytes(act)·b·s·h/sp",
+          `2 × ${m} × ${fmt(A * tokens * h / sp)}`) });
+    }
+
+    // Roofline: each bound on its own; the step takes at least the largest.
+    const matmulFlops = 2 * (L * perLayer + V * h) * c.batch * s;
+    const attentionFlops = 4 * L * s * s * h * c.batch;
+    const recompute = { none: 0, selective: attentionFlops, full: matmulFlops - 2 * V * h * c.batch * s + attentionFlops }[c.remat];
+    const flops = 3 * (matmulFlops + attentionFlops) + recompute;
+    const bubble = p > 1 ? (m + p - 1) / m : 1;
+    const compute = flops / devices / chip.flops * bubble;
+    const hbmBytes = (c.remat === "none" ? 3 : 4) * m * held(fsdp) * A + held(fsdp) * (2 * P + G) + 4 * held(stateSplit) * O + 2 * memory.activations.value * (p > 1 ? m / inFlight : m);
+    const time = {};
+    time.compute = entry(compute,
+      "(6·N·B·s + 12·L·s²·h·B + recompute) / devices / peak" + (p > 1 ? " × (m + p − 1)/m" : ""),
+      `${flops.toExponential(3)} FLOPs / ${devices} / ${chip.flops.toExponential(2)}` + (p > 1 ? ` × ${bubble.toFixed(3)}` : ""));
+    time.memory = entry(hbmBytes / chip.hbmBandwidth,
+      "(weights read per pass + optimizer update + activations written and read) / HBM bandwidth",
+      `${hbmBytes.toExponential(3)} B / ${chip.hbmBandwidth.toExponential(2)} B/s`);
+    const axisSize = { data: d, tensor: t, pipe: p };
+    const inner = { tensor: 1, data: t, pipe: t * d };
+    for (const comm of comms) {
+      const bandwidth = axisBandwidth(chip, axisSize[comm.axis], inner[comm.axis]);
+      comm.seconds = comm.value / bandwidth.bytesPerSecond;
+      comm.bandwidth = bandwidth.label;
+    }
+    const commSeconds = comms.reduce((sum, comm) => sum + comm.seconds, 0);
+    time.communication = entry(commSeconds, "Σ bytes sent on each axis / that axis's bandwidth",
+      comms.map((comm) => `${comm.seconds.toExponential(2)} s (${comm.axis})`).join(" + ") || "0");
+    const bound = Math.max(compute, time.memory.value, commSeconds);
+
+    return {
+      config: c,
+      chip: { key: c.chip, ...chip },
+      devices,
+      parameters: total,
+      memory,
+      memoryTotal,
+      fits: memoryTotal <= chip.hbm,
+      comms,
+      time,
+      stepSeconds: { overlapped: bound, serial: compute + commSeconds },
+      tokensPerSecond: c.batch * s / bound,
+    };
+  }
+
+  // The bandwidth one device has for a ring over a mesh axis.
+  function axisBandwidth(chip, size, innerDevices) {
+    if (chip.kind === "tpu") {
+      // A ring along one dimension of the torus uses a link each way.
+      return { bytesPerSecond: 2 * chip.link, label: "2 × ICI link" };
+    }
+    if (size * innerDevices <= chip.nodeGpus) {
+      return { bytesPerSecond: chip.link, label: "NVLink" };
+    }
+    return { bytesPerSecond: chip.network, label: "InfiniBand" };
+  }
+
+  // A configuration as the settings that differ from the defaults, "tensor=8&remat=none": the
+  // page's address carries it after the "#".
+  function fragment(config) {
+    return Object.entries(check(config))
+      .filter(([key, value]) => value !== DEFAULTS[key])
+      .map(([key, value]) => `${encodeURIComponent(key)}=${encodeURIComponent(String(value))}`)
+      .join("&");
+  }
+
+  function planJson(text) {
+    try {
+      return JSON.stringify(plan(JSON.parse(text)));
+    } catch (error) {
+      return JSON.stringify({ error: error.message });
+    }
+  }
+
+  root.spmdPlanner = {
+    CHIPS, DEFAULTS, DTYPE_BYTES, REMAT, SCHEDULES, plan, check, fragment, planJson,
+    fragmentJson: (text) => fragment(JSON.parse(text)),
+    defaultsJson: () => JSON.stringify(DEFAULTS),
+    chipsJson: () => JSON.stringify(CHIPS),
+  };
+})(globalThis);

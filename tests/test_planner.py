@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import math
+
+import jax
+import pytest
+
+from spmd_guide import planner
+
+# Small enough to compile in a second or two; every size divides the axes used below.
+SMALL = dict(
+    layers=2,
+    width=64,
+    heads=4,
+    mlp=128,
+    vocab=256,
+    seq=32,
+    batch=16,
+    remat="full",
+    data=1,
+    zero=0,
+    tensor=1,
+    sequence_parallel=False,
+    pipe=1,
+    microbatches=1,
+)
+
+
+def test_the_page_form_and_this_module_share_defaults_and_chips():
+    answer = planner.plan({})
+    assert answer["config"] == planner.defaults()
+    assert set(planner.chips()) == {"v5e", "v5p", "v6e", "h100", "h200"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (dict(heads=5), "width (4096) is not divisible by the heads (5)"),
+        (dict(tensor=3), "heads (32) is not divisible by the tensor axis (3)"),
+        (dict(batch=100), "choose a batch that is a multiple of 16"),
+        (dict(data=1, zero=3), "give the data axis 2 or more devices, or choose stage 0"),
+        (dict(tensor=1, sequence_parallel=True), "turn sequence parallel off"),
+        (dict(layers=30, pipe=4), "choose a stage count that divides the layers"),
+        (dict(remat="some"), "remat must be one of none, selective, full"),
+        (dict(chip="a100"), "chip must be one of v5e, v5p, v6e, h100, h200"),
+        (dict(layers=0), "layers must be a whole number of at least 1, got 0"),
+        (dict(depth=4), 'unknown setting "depth"'),
+    ],
+)
+def test_refusals_name_what_to_change(change, message):
+    with pytest.raises(planner.PlannerError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        planner.plan(change)
+
+
+def test_the_fragment_holds_only_what_differs_from_the_defaults():
+    assert planner.fragment({}) == ""
+    assert planner.fragment({"tensor": 8, "remat": "none"}) == "remat=none&tensor=8"
+    assert planner.fragment({"sequence_parallel": True}) == "sequence_parallel=true"
+
+
+def count(tree):
+    return sum(math.prod(leaf.shape) for leaf in jax.tree.leaves(tree))
+
+
+@pytest.mark.once
+@pytest.mark.parametrize(
+    "layout",
+    [
+        dict(data=2, zero=0),
+        dict(data=2, zero=1),
+        dict(data=2, zero=3, microbatches=2),
+        dict(data=1, tensor=2, sequence_parallel=True, remat="none"),
+        dict(pipe=2, data=1, microbatches=2, schedule="gpipe", remat="selective"),
+    ],
+)
+def test_stored_bytes_are_the_compiled_steps_arguments_to_the_byte(layout):
+    answer = planner.plan(dict(SMALL, **layout))
+    config = answer["config"]
+    result = planner.measure(config, "cpu")
+    memory = answer["memory"]
+    stored = memory["parameters"]["value"] + memory["optimizer"]["value"]
+    assert result.argument_bytes == stored + memory["batch"]["value"]
+    # The step is donated: it writes the parameters and Adam's state over their inputs.
+    assert result.alias_bytes == stored
+    assert result.temporary_bytes > 0 and not result.refused
+    # The planner's parameter count is the compiled model's.
+    mesh = planner.mesh_for(config, jax.devices()[: answer["devices"]])
+    params = planner.lower_step(config, mesh).args_info[0][0]
+    assert count(params) == answer["parameters"]
+
+
+def test_measure_says_when_the_target_has_too_few_devices():
+    config = planner.plan(dict(SMALL, data=4, tensor=4))["config"]
+    with pytest.raises(ValueError, match="needs 16 devices, and 'v5e:2x4' has 8"):
+        planner.measure(config, "v5e:2x4")
+
+
+@pytest.mark.once
+def test_a_tpu_result_is_kept_under_the_programs_fingerprint(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPMD_GUIDE_TPU_PLANS", str(tmp_path))
+    config = planner.plan(dict(SMALL, data=8, zero=3))["config"]
+    first = planner.measure(config, "v5e:2x4")
+    assert len(list(tmp_path.iterdir())) == 1
+    assert ("reduce-scatter", "data") in first.collectives
+
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("compiled a program whose result was kept")
+
+    monkeypatch.setattr(jax.stages.Lowered, "compile", no_compiling)
+    assert planner.measure(config, "v5e:2x4") == first
+    # Another program is another fingerprint, and is compiled.
+    with pytest.raises(AssertionError, match="compiled a program"):
+        planner.measure(dict(config, remat="none"), "v5e:2x4")
