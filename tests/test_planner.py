@@ -43,13 +43,55 @@ def test_the_page_form_and_this_module_share_defaults_and_chips():
         (dict(layers=30, pipe=4), "choose a stage count that divides the layers"),
         (dict(remat="some"), "remat must be one of none, selective, full"),
         (dict(chip="a100"), "chip must be one of v5e, v5p, v6e, h100, h200"),
-        (dict(layers=0), "layers must be a whole number of at least 1, got 0"),
+        (dict(layers=0), "layers must be a whole number from 1 to 10,000,000, got 0"),
         (dict(depth=4), 'unknown setting "depth"'),
+        (dict(zero=2), "ZeRO stage must be 0, 1 or 3, got 2"),
+        (
+            dict(width=4100, heads=41, tensor=1, data=12, batch=240),
+            "choose a data axis that divides 4100",
+        ),
+        (dict(vocab=32001, tensor=1), None),
+        (dict(vocab=32001), "pad the vocabulary to a multiple of the tensor axis"),
+        (dict(layers=2.5), "layers must be a whole number from 1 to 10,000,000, got 2.5"),
+        (dict(batch=10**12), "got 1000000000000"),
+        (dict(param_dtype="float16"), "param_dtype must be float32 or bfloat16"),
     ],
 )
 def test_refusals_name_what_to_change(change, message):
+    if message is None:  # the case beside it, allowed
+        assert planner.plan(change)["parameters"] > 0
+        return
     with pytest.raises(planner.PlannerError, match=message.replace("(", r"\(").replace(")", r"\)")):
         planner.plan(change)
+
+
+def test_communication_follows_the_ring_formulas():
+    # 8 devices on `data`, ZeRO 0: one all-reduce of the whole float32 gradients, 2 (d-1)/d of
+    # them sent per device, at two v5e links of 50 GB/s.
+    answer = planner.plan(dict(SMALL, data=8, batch=16))
+    ((summed),) = answer["comms"]
+    whole = 4 * (2 * (4 * 64 * 64 + 2 * 64 * 128) + 2 * 256 * 64)
+    assert (summed["op"], summed["axis"]) == ("all-reduce", "data")
+    assert summed["value"] == pytest.approx(2 * 7 / 8 * whole)
+    assert summed["seconds"] == pytest.approx(summed["value"] / (2 * 5e10))
+    # Tensor parallelism on H100s: within a node NVLink, across nodes the network port.
+    for tensor, link in ((8, "NVLink"), (16, "InfiniBand")):
+        wide = dict(SMALL, heads=16, mlp=256, tensor=tensor, chip="h100")
+        ((activations),) = planner.plan(wide)["comms"]
+        assert (activations["axis"], activations["bandwidth"]) == ("tensor", link)
+
+
+def test_a_refusal_states_the_temporaries_the_step_needed():
+    message = (
+        "RESOURCE_EXHAUSTED: E1000: CompileTimeHbmOom: Ran out of memory on HBM, the total memory "
+        "required for HLO temporaries (16.49G) exceeds available HBM (15.75G)."
+    )
+    refused = planner.CompiledPlan(target="v5e:2x4", refused=message)
+    assert refused.needed_temporary_bytes == pytest.approx(16.49 * 2**30)
+    with pytest.raises(ValueError, match="does not state the temporaries"):
+        _ = planner.CompiledPlan(
+            target="v5e:2x4", refused="RESOURCE_EXHAUSTED"
+        ).needed_temporary_bytes
 
 
 def test_the_fragment_holds_only_what_differs_from_the_defaults():

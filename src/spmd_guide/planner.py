@@ -15,6 +15,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ MODEL_JS = Path(__file__).resolve().parents[2] / "docs" / "_static" / "planner" 
 """The planner's formulas, shared with the page's script."""
 
 MESH_AXES = ("pipe", "data", "tensor")
-"""The mesh a configuration lays out: pipeline stages, data (and ZeRO), tensor parallel."""
+"""The axes of a configuration's mesh, in order: pipeline stages, data (and ZeRO), tensor."""
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
@@ -331,8 +332,23 @@ class CompiledPlan:
     """The compiler's message when it found that the step does not fit, else empty."""
 
     @property
-    def total_bytes(self) -> int:
-        return self.argument_bytes + self.output_bytes - self.alias_bytes + self.temporary_bytes
+    def needed_temporary_bytes(self) -> float:
+        """The temporaries the compiler planned, or those its refusal said the step needs.
+
+        Raises:
+            ValueError: if a refusal's message does not state the temporaries it needed.
+        """
+        if not self.refused:
+            return self.temporary_bytes
+        found = re.search(r"HLO temporaries \(([\d.]+)([KMGT])\)", self.refused)
+        if found is None:
+            raise ValueError(
+                "the compiler's refusal does not state the temporaries it needed in the form "
+                f"'HLO temporaries (16.49G)': {self.refused!r}"
+            )
+        # XLA writes sizes in binary units: its "G" is a gibibyte.
+        unit: int = 2 ** (10 * ("KMGT".index(found[2]) + 1))
+        return float(found[1]) * unit
 
 
 def _read(compiled: Any, mesh: jax.sharding.Mesh, target: str) -> CompiledPlan:
@@ -397,14 +413,20 @@ def measure(c: Mapping[str, Any], target: str = "cpu") -> CompiledPlan:
                     target,
                     jax.__version__,
                     importlib.metadata.version("libtpu"),
+                    # Flags change what the compiler plans.
+                    os.environ.get("XLA_FLAGS", ""),
+                    os.environ.get("LIBTPU_INIT_ARGS", ""),
                 ]
             ).encode()
         ).hexdigest()
         kept = Path(folder) / f"{fingerprint}.json"
         if kept.is_file():
             fields = json.loads(kept.read_text())
-            fields["collectives"] = tuple(tuple(pair) for pair in fields["collectives"])
-            return CompiledPlan(**fields)
+            fields["collectives"] = tuple(tuple(pair) for pair in fields.get("collectives", ()))
+            try:
+                return CompiledPlan(**fields)
+            except TypeError:
+                pass  # kept by an older CompiledPlan: compile again and keep the new one
     try:
         result = _read(lowered.compile(), mesh, target)
     except jax.errors.JaxRuntimeError as error:

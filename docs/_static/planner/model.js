@@ -36,6 +36,13 @@
     microbatches: "microbatches", data: "data axis", tensor: "tensor axis", pipe: "pipeline stages",
   };
 
+  // Larger sizes than any model has; it keeps every product exact in a double.
+  const LARGEST = 10_000_000;
+
+  function describe(value) {
+    return typeof value === "number" && !Number.isFinite(value) ? String(value) : JSON.stringify(value);
+  }
+
   function fail(message) {
     throw new Error(message);
   }
@@ -53,8 +60,8 @@
     }
     for (const [key, label] of Object.entries(INTEGER_FIELDS)) {
       const value = c[key];
-      if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
-        fail(`${label} must be a whole number of at least 1, got ${JSON.stringify(value)}`);
+      if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1 || value > LARGEST) {
+        fail(`${label} must be a whole number from 1 to ${LARGEST.toLocaleString("en-US")}, got ${describe(value)}`);
       }
     }
     for (const key of ["param_dtype", "grad_dtype", "opt_dtype", "act_dtype"]) {
@@ -105,7 +112,7 @@
     const { layers: L, width: h, heads: n, mlp: f, vocab: V, seq: s } = c;
     const { data: d, tensor: t, pipe: p, microbatches: m } = c;
     const devices = d * t * p;
-    const z = d > 1 ? c.zero : 0;
+    const z = c.zero;
     const fsdp = z === 3 ? d : 1;
     const stateSplit = z >= 1 ? d : 1;
     const sp = c.sequence_parallel ? t : 1;
@@ -119,19 +126,21 @@
     const memory = {};
     memory.parameters = entry(
       held(fsdp) * P,
-      "(L/p · (4h² + 2hf) + 2Vh) / (t · s_p) × bytes(param)",
+      "(L/p · (4h² + 2hf) + 2Vh) / (t · z_p) × bytes(param), z_p = d under ZeRO 3, else 1",
       `(${L}/${p} · ${fmt(perLayer)} + ${fmt(edges)}) / (${t} · ${fsdp}) × ${P}`);
     memory.optimizer = entry(
       2 * held(stateSplit) * O + 4,
-      "2 moments × (L/p · (4h² + 2hf) + 2Vh) / (t · s_o) × bytes(opt) + 4 (step count)",
+      "2 moments × (L/p · (4h² + 2hf) + 2Vh) / (t · z_o) × bytes(opt) + 4 (step count), z_o = d under ZeRO 1 or 3, else 1",
       `2 × ${fmt(held(stateSplit))} × ${O} + 4`);
     // Gradients live inside the step: with ZeRO 3 each layer's is reduce-scattered as the
     // backward pass makes it; otherwise every device makes every gradient whole first.
-    const accumulating = m > 1 && p === 1;
+    // Microbatches' gradients are summed into a running total beside the current one's, in
+    // an accumulation loop and in a pipeline alike.
+    const accumulating = m > 1;
     const gradCopies = accumulating ? 2 : 1;
     memory.gradients = entry(
       gradCopies * held(fsdp) * G,
-      (accumulating ? "2 (accumulated and current) × " : "") + "(L/p · (4h² + 2hf) + 2Vh) / (t · s_p) × bytes(grad)",
+      (accumulating ? "2 (accumulated and current) × " : "") + "(L/p · (4h² + 2hf) + 2Vh) / (t · z_p) × bytes(grad)",
       `${gradCopies} × ${fmt(held(fsdp))} × ${G}`);
 
     const rows = c.batch / (d * m);
@@ -222,17 +231,24 @@
     // Roofline: each bound on its own; the step takes at least the largest.
     const matmulFlops = 2 * (L * perLayer + V * h) * c.batch * s;
     const attentionFlops = 4 * L * s * s * h * c.batch;
-    const recompute = { none: 0, selective: attentionFlops, full: matmulFlops - 2 * V * h * c.batch * s + attentionFlops }[c.remat];
+    // Selective remat recomputes the scores (Q·Kᵀ, half the attention's matmuls); full remat
+    // the whole forward pass of the layers.
+    const recompute = { none: 0, selective: attentionFlops / 2, full: matmulFlops - 2 * V * h * c.batch * s + attentionFlops }[c.remat];
     const flops = 3 * (matmulFlops + attentionFlops) + recompute;
     const bubble = p > 1 ? (m + p - 1) / m : 1;
     const compute = flops / devices / chip.flops * bubble;
-    const hbmBytes = (c.remat === "none" ? 3 : 4) * m * held(fsdp) * A + held(fsdp) * (2 * P + G) + 4 * held(stateSplit) * O + 2 * memory.activations.value * (p > 1 ? m / inFlight : m);
+    // Weights read whole (gathered, under ZeRO 3) per pass per microbatch, the optimizer's
+    // update, and the kept activations written and read back. Not the intermediate values each
+    // layer writes and reads again, which a fused kernel may keep on chip.
+    const passes = c.remat === "none" ? 3 : 4;
+    const keptTraffic = 2 * (L / p) * keptPerLayer * m;
+    const hbmBytes = passes * m * held(1) * A + held(fsdp) * (2 * P + G) + 4 * held(stateSplit) * O + keptTraffic;
     const time = {};
     time.compute = entry(compute,
-      "(6·N·B·s + 12·L·s²·h·B + recompute) / devices / peak" + (p > 1 ? " × (m + p − 1)/m" : ""),
+      "(6·N·B·s + 12·L·s²·h·B + recompute) / devices / bf16 peak" + (p > 1 ? " × (m + p − 1)/m" : ""),
       `${flops.toExponential(3)} FLOPs / ${devices} / ${chip.flops.toExponential(2)}` + (p > 1 ? ` × ${bubble.toFixed(3)}` : ""));
     time.memory = entry(hbmBytes / chip.hbmBandwidth,
-      "(weights read per pass + optimizer update + activations written and read) / HBM bandwidth",
+      "(weights read per pass + optimizer update + kept activations written and read) / HBM bandwidth",
       `${hbmBytes.toExponential(3)} B / ${chip.hbmBandwidth.toExponential(2)} B/s`);
     const axisSize = { data: d, tensor: t, pipe: p };
     const inner = { tensor: 1, data: t, pipe: t * d };

@@ -83,8 +83,8 @@
     const config = {};
     for (const [key, input] of Object.entries(inputs)) {
       if (input.type === "checkbox") config[key] = input.checked;
-      else if (input.type === "number") config[key] = input.value === "" ? null : Number(input.value);
-      else if (key === "zero") config[key] = Number(input.value);
+      else if (input.value === "") config[key] = null;
+      else if (input.type === "number" || key === "zero") config[key] = Number(input.value);
       else config[key] = input.value;
     }
     return config;
@@ -97,15 +97,15 @@
     }
   }
 
-  // The address's fragment holds the settings that differ from the defaults (model.js).
+  // The address's fragment holds the settings that differ from the defaults (model.js). A
+  // value that is not a setting's is kept as written, for plan() to refuse by name.
   function fromFragment() {
     const config = Object.assign({}, planner.DEFAULTS);
     const params = new URLSearchParams(location.hash.slice(1));
     for (const [key, value] of params) {
-      if (!(key in planner.DEFAULTS)) continue;
       const usual = planner.DEFAULTS[key];
-      if (typeof usual === "number") config[key] = Number(value);
-      else if (typeof usual === "boolean") config[key] = value === "true";
+      if (typeof usual === "number" && /^[0-9]+$/.test(value)) config[key] = Number(value);
+      else if (typeof usual === "boolean" && (value === "true" || value === "false")) config[key] = value === "true";
       else config[key] = value;
     }
     return config;
@@ -116,12 +116,14 @@
     history.replaceState(null, "", text ? `#${text}` : location.pathname + location.search);
   }
 
-  const gb = (bytes) => (bytes / GB).toFixed(bytes < 10 * GB ? 3 : 2);
-  const seconds = (value) => (value < 1 ? `${(value * 1e3).toPrecision(3)} ms` : `${value.toPrecision(3)} s`);
+  // Three significant figures, with thousands separated: 0.00123, 12.3, 1,234.
+  const figure = (value) => Number(value.toPrecision(3)).toLocaleString("en-US", { maximumSignificantDigits: 3 });
+  const gb = (bytes) => figure(bytes / GB);
+  const seconds = (value) => (value < 1 ? `${figure(value * 1e3)} ms` : `${figure(value)} s`);
 
-  function formula(part) {
+  function formula(part, name) {
     return el("details", { class: "planner-formula" },
-      el("summary", { text: "formula" }),
+      el("summary", { text: "formula", "aria-label": `Formula: ${name}` }),
       el("code", { text: part.formula }),
       el("span", { text: ` = ${part.numbers}` }));
   }
@@ -131,7 +133,8 @@
     for (const row of rows) body.append(row);
     const headRow = el("tr");
     for (const text of head) headRow.append(el("th", { scope: "col", text }));
-    return el("div", { class: "planner-table" },
+    // A keyboard can scroll the table sideways where the column is narrow.
+    return el("div", { class: "planner-table", tabindex: "0", role: "region", "aria-label": caption },
       el("table", { "data-planner": name }, el("caption", { text: caption }), el("thead", {}, headRow), body));
   }
 
@@ -147,7 +150,10 @@
       return el("tr", { "data-bucket": key, "data-bytes": String(part.value) },
         el("th", { scope: "row", text: MEMORY_NAMES[key] }),
         el("td", { class: "planner-number", text: gb(part.value) }),
-        el("td", {}, el("span", { class: "planner-bar", style: `width:${share.toFixed(1)}%` }), formula(part)));
+        el("td", {},
+          el("span", { class: "planner-bar", style: `width:${share.toFixed(1)}%` }),
+          el("span", { class: "planner-share", text: `${figure((100 * part.value) / chip.hbm)}%` }),
+          formula(part, MEMORY_NAMES[key])));
     });
     memoryRows.push(el("tr", { "data-bucket": "total", "data-bytes": String(answer.memoryTotal) },
       el("th", { scope: "row", text: "Total" }),
@@ -160,17 +166,17 @@
         el("td", { text: comm.what }),
         el("td", { class: "planner-number", text: gb(comm.value) }),
         el("td", { class: "planner-number", text: `${seconds(comm.seconds)} (${comm.bandwidth})` }),
-        el("td", {}, formula(comm))));
+        el("td", {}, formula(comm, `${comm.op} over ${comm.axis}`))));
     if (commRows.length === 0) {
       commRows.push(el("tr", {}, el("td", { colspan: "5", text: "One device: nothing to communicate." })));
     }
 
-    const TIME_NAMES = { compute: "Compute", memory: "HBM traffic", communication: "Communication" };
+    const TIME_NAMES = { compute: "Compute", memory: "HBM traffic (weights, optimizer, kept activations)", communication: "Communication" };
     const timeRows = Object.entries(answer.time).map(([key, part]) =>
       el("tr", { "data-bound": key, "data-seconds": String(part.value) },
         el("th", { scope: "row", text: TIME_NAMES[key] }),
         el("td", { class: "planner-number", text: seconds(part.value) }),
-        el("td", {}, formula(part))));
+        el("td", {}, formula(part, TIME_NAMES[key]))));
 
     const summary = el("p", { class: "planner-summary" });
     summary.textContent =
@@ -178,17 +184,16 @@
       `(${answer.config.pipe} × ${answer.config.data} × ${answer.config.tensor}, pipe × data × tensor): ` +
       `${gb(answer.memoryTotal)} GB per device of ${gb(chip.hbm)} GB, ` +
       `${answer.fits ? "fits" : "does not fit"}. A step takes at least ${seconds(answer.stepSeconds.overlapped)} ` +
-      `(at most ${seconds(answer.stepSeconds.serial)} if no communication overlaps compute).`;
+      `at the chip's peak rates (${seconds(answer.stepSeconds.serial)} if no communication overlaps compute).`;
     summary.dataset.fits = String(answer.fits);
     results.replaceChildren(
       summary,
       table("Memory per device, GB", ["Bucket", "GB", "Share of HBM"], memoryRows, "memory"),
-      table("Communication per step, per device", ["Collective", "Carries", "GB sent", "Time", ""], commRows, "comms"),
-      table("Step time: each bound alone", ["Bound", "Time", ""], timeRows, "time"));
+      table("Communication per step, per device", ["Collective", "Carries", "GB sent", "Time", "Formula"], commRows, "comms"),
+      table("Step time: each bound alone", ["Bound", "Time", "Formula"], timeRows, "time"));
   }
 
-  function update() {
-    const config = readForm();
+  function update(config = readForm()) {
     let answer;
     try {
       answer = planner.plan(config);
@@ -198,21 +203,28 @@
       results.classList.add("planner-stale");
       return;
     }
-    status.textContent = "";
+    status.textContent = `${gb(answer.memoryTotal)} GB per device: ${answer.fits ? "fits" : "does not fit"}.`;
     delete status.dataset.error;
     results.classList.remove("planner-stale");
     toFragment(answer.config);
     render(answer);
   }
 
+  // The form shows the address's settings; plan() judges them as written, so a bad value in a
+  // shared link is named, not silently replaced.
   function load() {
-    writeForm(fromFragment());
-    update();
+    const config = fromFragment();
+    writeForm(config);
+    update(config);
   }
 
-  form.addEventListener("input", update);
-  form.addEventListener("change", update);
+  form.addEventListener("input", () => update());
+  form.addEventListener("change", () => update());
   form.addEventListener("submit", (event) => event.preventDefault());
-  window.addEventListener("hashchange", load);
+  // A link to a configuration (the table below the planner has one per row) opens it here.
+  window.addEventListener("hashchange", () => {
+    load();
+    mount.scrollIntoView({ block: "start" });
+  });
   load();
 })();

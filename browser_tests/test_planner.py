@@ -1,0 +1,134 @@
+"""The planner on guide/planner: its form, its answers against the build's, its address."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_layout_and_pictures import _contrast
+
+PAGE = "guide/planner.html"
+
+
+def open_planner(context, site_url, fragment=""):
+    tab = context.new_page()
+    tab.goto(f"{site_url}{PAGE}" + (f"#{fragment}" if fragment else ""), wait_until="load")
+    tab.wait_for_selector("#spmd-planner table[data-planner='memory']")
+    return tab
+
+
+def shown_bytes(tab, bucket):
+    row = tab.locator(f"#spmd-planner table[data-planner='memory'] tr[data-bucket='{bucket}']")
+    return float(row.get_attribute("data-bytes"))
+
+
+def test_every_field_is_labelled_and_the_form_opens_on_the_pages_question(context, site_url):
+    tab = open_planner(context, site_url)
+    fields = tab.locator("#spmd-planner input, #spmd-planner select")
+    assert fields.count() == tab.evaluate("Object.keys(spmdPlanner.DEFAULTS).length") == 20
+    for index in range(fields.count()):
+        field_id = fields.nth(index).get_attribute("id")
+        assert tab.locator(f"label[for='{field_id}']").count() == 1, field_id
+    summary = tab.locator(".planner-summary")
+    assert summary.get_attribute("data-fits") == "false"
+    assert "64 TPU v5e" in summary.text_content()
+    assert tab.url.endswith(PAGE)
+    assert context.outside_requests == []
+
+
+def test_each_configuration_of_the_grid_shows_the_numbers_the_build_checked(context, site_url):
+    tab = open_planner(context, site_url)
+    grid = json.loads(tab.locator("#planner-grid-data").text_content())
+    assert len(grid) >= 12
+    for name, row in grid.items():
+        # The configuration's link in the table opens it in the form, through the address.
+        tab.locator(f".planner-grid tr[data-config='{name}'] a").click()
+        tab.wait_for_function(f"location.hash === '#{row['fragment']}'")
+        for bucket, value in row["planner"].items():
+            assert shown_bytes(tab, bucket) == pytest.approx(value, rel=1e-12), (name, bucket)
+
+
+def test_typing_updates_the_answer_and_the_address_and_bad_input_says_what_to_change(
+    context, site_url
+):
+    tab = open_planner(context, site_url)
+    before = shown_bytes(tab, "parameters")
+    tab.fill("#planner-tensor", "8")
+    assert tab.url.endswith("#tensor=8")
+    assert shown_bytes(tab, "parameters") == pytest.approx(before / 2, rel=0.01)
+
+    tab.fill("#planner-tensor", "3")
+    status = tab.locator(".planner-status")
+    assert "heads (32) is not divisible by the tensor axis (3)" in status.text_content()
+    assert status.get_attribute("data-error") == "true"
+    assert "planner-stale" in tab.locator(".planner-results").get_attribute("class")
+    # The address keeps the last configuration that had an answer.
+    assert tab.url.endswith("#tensor=8")
+
+
+def test_the_keyboard_reaches_every_field_and_opens_a_formula(context, site_url):
+    tab = open_planner(context, site_url)
+    tab.focus("#planner-layers")
+    reached = []
+    for _ in range(19):
+        tab.keyboard.press("Tab")
+        reached.append(tab.evaluate("document.activeElement.id"))
+    assert reached[-1] == "planner-chip", reached
+    # Then the memory table, which scrolls sideways on a phone, then its first formula.
+    tab.keyboard.press("Tab")
+    assert tab.evaluate("document.activeElement.getAttribute('aria-label')") == (
+        "Memory per device, GB"
+    )
+    tab.keyboard.press("Tab")
+    assert tab.evaluate("document.activeElement.tagName") == "SUMMARY"
+    tab.keyboard.press("Enter")
+    opened = tab.locator("#spmd-planner details[open] code").first
+    assert "bytes(param)" in opened.text_content()
+
+
+def test_a_bad_value_in_a_shared_address_is_named_not_replaced(context, site_url):
+    tab = open_planner(context, site_url, "zero=2&tensor=8")
+    status = tab.locator(".planner-status")
+    assert status.text_content() == "ZeRO stage must be 0, 1 or 3, got 2"
+    assert tab.url.endswith("#zero=2&tensor=8")
+    tab.goto(f"{site_url}{PAGE}#tensor=abc")
+    tab.wait_for_function("document.querySelector('.planner-status').dataset.error === 'true'")
+    assert 'tensor axis must be a whole number from 1 to 10,000,000, got "abc"' in (
+        status.text_content()
+    )
+
+
+def test_a_shared_address_opens_its_configuration(context, site_url):
+    tab = open_planner(context, site_url, "tensor=8&remat=none&chip=h100")
+    assert tab.input_value("#planner-tensor") == "8"
+    assert tab.input_value("#planner-remat") == "none"
+    assert "H100 SXM" in tab.locator(".planner-summary").text_content()
+
+
+@pytest.mark.parametrize("theme", ("light", "dark"))
+@pytest.mark.parametrize("width", (390, 1280))
+def test_the_planner_stays_in_the_column_and_is_legible(context, site_url, width, theme):
+    tab = open_planner(context, site_url)
+    tab.set_viewport_size({"width": width, "height": 900})
+    tab.evaluate(f"document.body.dataset.theme = '{theme}'")
+    found = tab.evaluate(
+        """() => {
+        const planner = document.getElementById('spmd-planner');
+        const input = getComputedStyle(document.getElementById('planner-layers'));
+        return {
+            overflow: document.documentElement.scrollWidth - window.innerWidth,
+            right: planner.getBoundingClientRect().right,
+            page: getComputedStyle(document.body).backgroundColor,
+            field: input.backgroundColor,
+            typed: input.color,
+            text: getComputedStyle(planner.querySelector('.planner-summary')).color,
+            bar: getComputedStyle(planner.querySelector('.planner-bar')).backgroundColor,
+        };
+    }"""
+    )
+    assert found["overflow"] <= 0, found
+    assert found["right"] <= width, found
+    # WCAG's minimums: 4.5:1 for text, 3:1 for the bars.
+    assert _contrast(found["typed"], found["field"]) >= 4.5, found
+    assert _contrast(found["text"], found["page"]) >= 4.5, found
+    assert _contrast(found["bar"], found["page"]) >= 3, found
