@@ -163,11 +163,7 @@ def _sphinx_build(
         *args,
         env={
             **jax_env(ENVIRONMENT.DEFAULT_DEVICE_COUNT),
-            # Compiled programs, and the TPU compiler's plans for the planner page, kept with
-            # the environment: a build from an empty docs/_build compiles only what changed.
-            **ENVIRONMENT.compilation_cache_env(
-                Path(session.virtualenv.location) / ENVIRONMENT.COMPILATION_CACHE_FOLDER
-            ),
+            # The TPU compiler's plans for the planner page, kept with the environment.
             "SPMD_GUIDE_TPU_PLANS": str(Path(session.virtualenv.location) / "tpu-plans"),
             **(env or {}),
         },

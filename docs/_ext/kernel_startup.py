@@ -5,13 +5,6 @@
 import warnings
 
 warnings.filterwarnings("error")
-# The build's compilation cache also stores programs compiled for TPU slices that are described,
-# not attached; without a TPU client JAX cannot load them again, warns, and compiles afresh.
-warnings.filterwarnings(
-    "ignore",
-    message="Error reading persistent compilation cache entry.*PjRtCompiler must be constructed",
-    category=UserWarning,
-)
 warnings.filterwarnings(
     "default",
     module=r"(ipykernel|IPython|jupyter_client|jupyter_core|zmq|traitlets|tornado|comm|debugpy)(\.|$)",

@@ -31,7 +31,7 @@ MODEL_JS = Path(__file__).resolve().parents[2] / "docs" / "_static" / "planner" 
 """The planner's formulas, shared with the page's script."""
 
 MESH_AXES = ("pipe", "data", "tensor")
-"""The axes of a configuration's mesh, in order: pipeline stages, data (and ZeRO), tensor."""
+"""The axes of a configuration's mesh, in this order; ``data`` also carries ZeRO's splits."""
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
