@@ -113,6 +113,7 @@ def count(tree):
         dict(data=2, zero=3, microbatches=2),
         dict(data=1, tensor=2, sequence_parallel=True, remat="none"),
         dict(pipe=2, data=1, microbatches=2, schedule="gpipe", remat="selective"),
+        dict(pipe=2, data=2, microbatches=4, schedule="1f1b", remat="none", zero=1),
     ],
 )
 def test_stored_bytes_are_the_compiled_steps_arguments_to_the_byte(layout):
@@ -129,6 +130,66 @@ def test_stored_bytes_are_the_compiled_steps_arguments_to_the_byte(layout):
     mesh = planner.mesh_for(config, jax.devices()[: answer["devices"]])
     params = planner.lower_step(config, mesh).args_info[0][0]
     assert count(params) == answer["parameters"]
+
+
+@pytest.mark.parametrize("stages, microbatches", [(2, 1), (2, 8), (4, 4), (4, 8), (8, 3)])
+def test_the_1f1b_table_runs_each_step_once_in_order_and_holds_at_most_p(stages, microbatches):
+    kinds, microbatch, slots = planner._one_f_one_b_table(stages, microbatches)
+    assert kinds.shape == (2 * (microbatches + stages - 1), stages)
+    for stage in range(stages):
+        steps = [
+            (int(k), int(m))
+            for k, m in zip(kinds[:, stage], microbatch[:, stage], strict=True)
+            if k
+        ]
+        forwards = [m for kind, m in steps if kind == 1]
+        backwards = [m for kind, m in steps if kind == 2]
+        assert forwards == backwards == list(range(microbatches))
+        # No backward before its forward; the last stage alternates them.
+        assert all(steps.index((1, m)) < steps.index((2, m)) for m in range(microbatches))
+        if stage == stages - 1:
+            assert steps == [(kind, m) for m in range(microbatches) for kind in (1, 2)]
+    assert slots["residuals"] == min(stages, microbatches)
+
+
+@pytest.mark.once
+def test_the_1f1b_step_gives_the_gradient_of_the_unpipelined_loss():
+    import numpy as np
+
+    config = planner.plan(
+        dict(
+            SMALL,
+            layers=4,
+            pipe=4,
+            data=2,
+            microbatches=4,
+            schedule="1f1b",
+            remat="selective",
+            param_dtype="float32",
+            grad_dtype="float32",
+            act_dtype="float32",
+        )
+    )["config"]
+    rng = np.random.default_rng(0)
+    params = jax.tree.map(
+        lambda shape: (0.2 * rng.normal(size=shape)).astype(np.float32),
+        planner._shapes(config),
+        is_leaf=lambda leaf: isinstance(leaf, tuple),
+    )
+    tokens = rng.integers(0, config["vocab"], size=(config["batch"], config["seq"] + 1))
+    with jax.set_mesh(planner.mesh_for(config, jax.devices()[:8])):
+        loss, grads = jax.jit(lambda p, t: planner._one_f_one_b(p, t, config))(params, tokens)
+    whole = dict(config, pipe=1, microbatches=1)
+    unstaged = jax.tree.map(lambda w: w.reshape(1, -1, *w.shape[2:]), params["layers"])
+    one_stage = dict(params, layers=unstaged)
+    with jax.set_mesh(planner.mesh_for(whole, jax.devices()[:2])):
+        expected_loss, expected = jax.jit(
+            jax.value_and_grad(lambda p, t: planner._loss(p, t, whole))
+        )(one_stage, tokens)
+    np.testing.assert_allclose(loss, expected_loss, rtol=1e-5)
+    expected["layers"] = jax.tree.map(lambda g: g.reshape(4, 1, *g.shape[2:]), expected["layers"])
+    for got, want in zip(jax.tree.leaves(grads), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-6, rtol=1e-4)
 
 
 def test_measure_says_when_the_target_has_too_few_devices():

@@ -164,13 +164,19 @@ def _layer(x: jax.Array, w: dict[str, jax.Array], act: Any, between: P) -> jax.A
     return out
 
 
-def _loss(params: Any, tokens: jax.Array, c: Mapping[str, Any]) -> jax.Array:
-    act = DTYPES[c["act_dtype"]]
+def _remat_layer(c: Mapping[str, Any]) -> tuple[Any, P]:
+    """The configuration's layer under its remat policy, and the layout between layers."""
     between = P("data", "tensor" if c["sequence_parallel"] else None, None)
     layer = jax.checkpoint(
-        functools.partial(_layer, act=act, between=between),
+        functools.partial(_layer, act=DTYPES[c["act_dtype"]], between=between),
         policy=jax.checkpoint_policies.save_only_these_names(*SAVED[c["remat"]]),
     )
+    return layer, between
+
+
+def _loss(params: Any, tokens: jax.Array, c: Mapping[str, Any]) -> jax.Array:
+    act = DTYPES[c["act_dtype"]]
+    layer, between = _remat_layer(c)
     x = params["embed"].astype(act)[tokens[:, :-1]]
     x = jax.lax.with_sharding_constraint(x, between)
     if c["pipe"] == 1:
@@ -178,10 +184,15 @@ def _loss(params: Any, tokens: jax.Array, c: Mapping[str, Any]) -> jax.Array:
         x, _ = jax.lax.scan(lambda h, w: (layer(h, w), None), x, layers)
     else:
         x = _gpipe(x, params["layers"], layer, c["microbatches"], between)
-    logits = (_rms(x) @ params["unembed"].astype(act)).astype(jnp.float32)
-    labels = tokens[:, 1:]
+    return _cross_entropy(x, params["unembed"], tokens[:, 1:], act)
+
+
+def _cross_entropy(x: jax.Array, unembed: jax.Array, labels: jax.Array, act: Any) -> jax.Array:
+    """The mean cross-entropy of the next tokens ``labels``, from the last layer's output."""
+    logits = (_rms(x) @ unembed.astype(act)).astype(jnp.float32)
     log_probs = jax.nn.log_softmax(logits)
-    return -jnp.mean(jnp.take_along_axis(log_probs, labels[..., None], -1))
+    loss: jax.Array = -jnp.mean(jnp.take_along_axis(log_probs, labels[..., None], -1))
+    return loss
 
 
 def _gpipe(x: jax.Array, layers: Any, layer: Any, count: int, between: P) -> jax.Array:
@@ -213,6 +224,241 @@ def _gpipe(x: jax.Array, layers: Any, layer: Any, count: int, between: P) -> jax
     _, leaving = jax.lax.scan(tick, empty, jnp.arange(count + stages - 1))
     out = leaving[stages - 1 :]
     return out.swapaxes(0, 1).reshape(x.shape)
+
+
+def _one_f_one_b_table(stages: int, count: int) -> tuple[Any, Any, dict[str, int]]:
+    """1F1B's steps as a table, and the most that any stage holds at once.
+
+    Stage ``s`` runs ``stages - s - 1`` forwards, then alternates a forward and a backward; each
+    step goes on the first tick its input is ready. Returns the kind of step of every stage on
+    every tick (0 idle, 1 forward, 2 backward) and its microbatch, as ``(ticks, stages)`` arrays,
+    and the slots each stage needs: ``residuals`` (microbatches forwarded and not yet backward),
+    ``activations`` and ``gradients`` (arrived from a neighbour and not yet used).
+    """
+    import numpy as np
+
+    orders = []
+    for s in range(stages):
+        warmup = min(stages - s - 1, count)
+        order = [(1, k) for k in range(warmup)]
+        for k in range(count):
+            order += [(1, warmup + k)] if warmup + k < count else []
+            order.append((2, k))
+        orders.append(order)
+
+    def needs(s: int, kind: int, k: int) -> tuple[int, int, int] | None:
+        if kind == 1:
+            return (s - 1, 1, k) if s > 0 else None
+        return (s + 1, 2, k) if s < stages - 1 else (s, 1, k)
+
+    finished: dict[tuple[int, int, int], int] = {}
+    table: list[list[tuple[int, int]]] = [[] for _ in range(stages)]
+    ran = [0] * stages
+    while any(ran[s] < len(orders[s]) for s in range(stages)):
+        tick = len(table[0])
+        for s in range(stages):
+            step = orders[s][ran[s]] if ran[s] < len(orders[s]) else None
+            needed = needs(s, *step) if step else None
+            if step and (needed is None or finished.get(needed, tick) < tick):
+                table[s].append(step)
+                ran[s] += 1
+            else:
+                table[s].append((0, 0))
+        for s in range(stages):
+            if table[s][tick][0]:
+                finished[(s, *table[s][tick])] = tick
+    kinds = np.array([[kind for kind, _ in row] for row in table], np.int32).T
+    microbatch = np.array([[k for _, k in row] for row in table], np.int32).T
+
+    # Replay the table: what each stage holds after each tick, slot k % slots per microbatch.
+    held: dict[str, list[set[int]]] = {
+        name: [set() for _ in range(stages)] for name in ("residuals", "activations", "gradients")
+    }
+    most = dict.fromkeys(held, 1)
+    for tick in range(len(kinds)):
+        for s in range(stages):
+            kind, k = kinds[tick, s], int(microbatch[tick, s])
+            if kind == 1:
+                held["activations"][s].discard(k)
+                held["residuals"][s].add(k)
+            elif kind == 2:
+                held["residuals"][s].discard(k)
+                held["gradients"][s].discard(k)
+        for s in range(stages):
+            kind, k = kinds[tick, s], int(microbatch[tick, s])
+            if kind == 1 and s < stages - 1:
+                held["activations"][s + 1].add(k)
+            if kind == 2 and s > 0:
+                held["gradients"][s - 1].add(k)
+        for name, by_stage in held.items():
+            most[name] = max(most[name], *map(len, by_stage))
+    for name, by_stage in held.items():
+        # Held microbatches are consecutive, so k % slots never puts two in one slot.
+        assert all(max(h) - min(h) < most[name] for h in by_stage if h), (name, by_stage)
+    return kinds, microbatch, most
+
+
+def _one_f_one_b(params: Any, tokens: jax.Array, c: Mapping[str, Any]) -> tuple[jax.Array, Any]:
+    """The loss and its gradient by a 1F1B pipeline over the mesh axis ``pipe``.
+
+    ``jax.grad`` runs every backward after every forward, so 1F1B's order is written out: a
+    table of steps (:func:`_one_f_one_b_table`) run tick by tick in a ``shard_map`` manual over
+    ``pipe`` (``data`` and ``tensor`` stay with the compiler). A forward keeps what ``jax.vjp``
+    needs for its backward (what the remat policy saves of each layer) in a slot of its stage
+    until the backward uses it; activations go forward and gradients back by ``ppermute``.
+    Stage 0 embeds and the last stage computes the loss, a microbatch at a time.
+    """
+    stages, count = c["pipe"], c["microbatches"]
+    kinds, microbatch, slots = _one_f_one_b_table(stages, count)
+    layer, between = _remat_layer(c)
+    act = DTYPES[c["act_dtype"]]
+    rows, length = tokens.shape[0] // count, tokens.shape[1] - 1
+    batches = tokens.reshape(rows, count, -1).swapaxes(0, 1)  # microbatch k: rows k, k + count, ...
+    h_shape = jax.ShapeDtypeStruct((rows, length, c["width"]), act)
+    last = stages - 1
+
+    def head(unembed: jax.Array, h: jax.Array, batch: jax.Array) -> jax.Array:
+        share: jax.Array = _cross_entropy(h, unembed, batch[:, 1:], act) / count
+        return share
+
+    def run(layers: Any, table: jax.Array, unembed: jax.Array, batches: jax.Array) -> Any:
+        layers = jax.tree.map(lambda w: w[0], layers)
+        index = jax.lax.axis_index("pipe")
+        varying = functools.partial(jax.lax.pcast, axis_name="pipe", to="varying")
+        # Every stage holds the whole embedding and unembedding; as varying values, their
+        # gradients stay on the stage that computes them (a pipe-invariant input's gradient
+        # would be summed over the pipe on the spot, inside one stage's branch).
+        table, unembed = varying(table), varying(unembed)
+        per_stage = jax.tree.leaves(layers)[0].shape[0]
+        structure: dict[str, Any] = {}
+
+        def residuals_of(w: Any, h: jax.Array) -> tuple[jax.Array, list[jax.Array]]:
+            """One layer's output, and what jax.vjp keeps for its backward, less its weights."""
+            out, pull_back = jax.vjp(lambda w, h: layer(h, w), w, h)
+            leaves, structure["tree"] = jax.tree.flatten(pull_back)
+            ins = jax.tree.leaves(w)
+            # The layer's weights are among what jax.vjp keeps: they are at hand at the backward.
+            structure["weights"] = [
+                next((i for i, x in enumerate(ins) if x is leaf), None) for leaf in leaves
+            ]
+            return out, [
+                leaf for leaf, i in zip(leaves, structure["weights"], strict=True) if i is None
+            ]
+
+        def pull_back_of(w: Any, kept: list[jax.Array]) -> Any:
+            stored, weights = iter(kept), jax.tree.leaves(w)
+            leaves = [next(stored) if i is None else weights[i] for i in structure["weights"]]
+            return jax.tree.unflatten(structure["tree"], leaves)
+
+        def zeros(like: Any, *lead: int) -> jax.Array:
+            zero: jax.Array = varying(jnp.zeros((*lead, *like.shape), like.dtype))
+            return zero
+
+        one_layer = jax.tree.map(lambda w: w[0], layers)
+        _, kept = jax.eval_shape(lambda w: residuals_of(w, zeros(h_shape)), one_layer)
+        start = {
+            # A slot per microbatch in flight, and in it what each layer of the stage keeps.
+            "residuals": [zeros(leaf, slots["residuals"], per_stage) for leaf in kept],
+            "activations": zeros(h_shape, slots["activations"]),
+            "gradients": zeros(h_shape, slots["gradients"]),
+            "output": zeros(h_shape),  # the last stage's, from its forward to its backward
+            "d_layers": jax.tree.map(jnp.zeros_like, layers),
+            "d_table": zeros(table),
+            "d_unembed": zeros(unembed),
+            "loss": zeros(jax.ShapeDtypeStruct((), jnp.float32)),
+        }
+
+        # A stage runs one layer at a time, the step (idle, forward or backward) chosen per
+        # layer: the slots are read and written outside the branches, a layer at a time, so
+        # the compiler never copies them whole into a branch.
+        def idle(x: jax.Array, w: Any, kept_here: list[jax.Array]) -> Any:
+            return x, kept_here, jax.tree.map(jnp.zeros_like, w)
+
+        def forward(x: jax.Array, w: Any, kept_here: list[jax.Array]) -> Any:
+            out, kept_now = residuals_of(w, x)
+            return out, kept_now, jax.tree.map(jnp.zeros_like, w)
+
+        def backward(x: jax.Array, w: Any, kept_here: list[jax.Array]) -> Any:
+            d_w, d_x = pull_back_of(w, kept_here)(x)
+            return d_x, kept_here, d_w
+
+        def with_head(carry: Any, k: jax.Array) -> Any:
+            return jax.value_and_grad(head, (0, 1))(unembed, carry["output"], batches[k])
+
+        def without_head(carry: Any, k: jax.Array) -> Any:
+            no_loss = zeros(jax.ShapeDtypeStruct((), jnp.float32))
+            return no_loss, (zeros(unembed), carry["gradients"][k % slots["gradients"]])
+
+        kinds_now, microbatch_now = jnp.asarray(kinds), jnp.asarray(microbatch)
+        before, after = jnp.maximum(index - 1, 0), jnp.minimum(index + 1, last)
+
+        def tick(carry: Any, t: jax.Array) -> tuple[Any, None]:
+            kind, k = kinds_now[t, index], microbatch_now[t, index]
+            forward_now, backward_now = kind == 1, kind == 2
+            slot = k % slots["residuals"]
+            embedded = table[batches[k, :, :-1]].astype(act)
+            embedded = jax.lax.with_sharding_constraint(embedded, between)
+            h = jnp.where(index == 0, embedded, carry["activations"][k % slots["activations"]])
+            loss, (d_unembed, d_out) = jax.lax.cond(
+                backward_now & (index == last), with_head, without_head, carry, k
+            )
+            # What runs through the layers: an activation forward, or a gradient backward.
+            x = jnp.where(backward_now, d_out, h)
+
+            def through(state: Any, i: jax.Array) -> tuple[Any, None]:
+                x, residuals, d_layers = state
+                at = jnp.where(backward_now, per_stage - 1 - i, i)
+                w = jax.tree.map(lambda a: a[at], layers)
+                kept_here = [buf[slot, at] for buf in residuals]
+                x, kept_now, d_w = jax.lax.switch(kind, (idle, forward, backward), x, w, kept_here)
+                residuals = [
+                    buf.at[slot, at].set(jnp.where(forward_now, new, old))
+                    for buf, new, old in zip(residuals, kept_now, kept_here, strict=True)
+                ]
+                d_layers = jax.tree.map(lambda a, g: a.at[at].add(g), d_layers, d_w)
+                return (x, residuals, d_layers), None
+
+            (x, residuals, d_layers), _ = jax.lax.scan(
+                through, (x, carry["residuals"], carry["d_layers"]), jnp.arange(per_stage)
+            )
+            # The embedding's gradient, on stage 0: each token's row gets that token's.
+            d_embedded = jnp.where(backward_now & (index == 0), x, 0).astype(table.dtype)
+            carry = dict(
+                carry,
+                residuals=residuals,
+                d_layers=d_layers,
+                output=jnp.where(forward_now, x, carry["output"]),
+                d_table=carry["d_table"].at[batches[k, :, :-1]].add(d_embedded),
+                d_unembed=carry["d_unembed"] + d_unembed,
+                loss=carry["loss"] + loss,
+            )
+            # What a neighbour ran this tick says what arrives, and for which microbatch.
+            ahead = jax.lax.ppermute(x, "pipe", [(s, s + 1) for s in range(last)])
+            back = jax.lax.ppermute(x, "pipe", [(s + 1, s) for s in range(last)])
+            for name, arrives, sender, value in (
+                ("activations", (index > 0) & (kinds_now[t, before] == 1), before, ahead),
+                ("gradients", (index < last) & (kinds_now[t, after] == 2), after, back),
+            ):
+                into = microbatch_now[t, sender] % slots[name]
+                kept_there = carry[name][into]
+                carry[name] = carry[name].at[into].set(jnp.where(arrives, value, kept_there))
+            return carry, None
+
+        end, _ = jax.lax.scan(tick, start, jnp.arange(len(kinds)))
+        d_layers = jax.tree.map(lambda g: g[None], end["d_layers"])
+        summed = jax.lax.psum((end["loss"], end["d_table"], end["d_unembed"]), "pipe")
+        return d_layers, *summed
+
+    run_stages = jax.shard_map(
+        run,
+        in_specs=(P("pipe"), P(), P(), P()),
+        out_specs=(P("pipe"), P(), P(), P()),
+        axis_names={"pipe"},
+    )
+    d_layers, loss, d_table, d_unembed = run_stages(
+        params["layers"], params["embed"], params["unembed"], batches
+    )
+    return loss, {"embed": d_table, "layers": d_layers, "unembed": d_unembed}
 
 
 def _adam(
@@ -250,7 +496,9 @@ def _step(params: Any, opt_state: Any, tokens: jax.Array, c: Mapping[str, Any]) 
     loss_and_grads = jax.value_and_grad(functools.partial(_loss, c=c))
     as_grads = jax.tree.map(lambda p: p.astype(grad_dtype), params)
     count = c["microbatches"] if c["pipe"] == 1 else 1
-    if count == 1:
+    if c["pipe"] > 1 and c["schedule"] == "1f1b":
+        loss, grads = _one_f_one_b(as_grads, tokens, c)
+    elif count == 1:
         loss, grads = loss_and_grads(as_grads, tokens)
     else:
         # Microbatch k is rows k, k + count, ...: each device's rows stay on it.

@@ -175,16 +175,23 @@
 
     // While it runs: the layer being differentiated, with its attention probabilities
     // recomputed if they were not kept; the float32 logits, their log-softmax and its gradient;
-    // under ZeRO 3 one layer's weights gathered whole.
+    // under ZeRO 3 one layer's weights gathered whole. 1F1B's last stage computes a
+    // microbatch's loss and lets go of its logits before its layers run backward, so the two
+    // are not held at once.
     const layerWhole = A * (tokens * (wide + split) + probs);
     // GPipe computes the loss once, for all microbatches, after the pipeline.
     const logitRows = gpipe ? c.batch / d : rows;
     const logits = 3 * 4 * logitRows * s * V / t;
     const gathered = z === 3 ? 2 * A * perLayer / t : 0;
+    const oneFOneB = p > 1 && !gpipe;
+    const layerFormula = "bytes(act)·(b·s·(4h/sp + (4h+2f)/t) + b·(n/t)·s²)";
+    const logitFormula = "3 × 4·" + (gpipe ? "(B/d)" : "b") + "·s·V/t";
     memory.working = entry(
-      layerWhole + logits + gathered,
-      "bytes(act)·(b·s·(4h/sp + (4h+2f)/t) + b·(n/t)·s²) + 3 × 4·" + (gpipe ? "(B/d)" : "b") + "·s·V/t" + (z === 3 ? " + 2 × bytes(act)·(4h² + 2hf)/t" : ""),
-      `${fmt(layerWhole)} + ${fmt(logits)}` + (z === 3 ? ` + ${fmt(gathered)}` : ""));
+      (oneFOneB ? Math.max(layerWhole, logits) : layerWhole + logits) + gathered,
+      (oneFOneB ? `max(${layerFormula}, ${logitFormula})` : `${layerFormula} + ${logitFormula}`) +
+        (z === 3 ? " + 2 × bytes(act)·(4h² + 2hf)/t" : ""),
+      (oneFOneB ? `max(${fmt(layerWhole)}, ${fmt(logits)})` : `${fmt(layerWhole)} + ${fmt(logits)}`) +
+        (z === 3 ? ` + ${fmt(gathered)}` : ""));
     memory.batch = entry(
       4 * (c.batch / d) * (s + 1),
       "4 × B/d × (s + 1) (int32 tokens)",
