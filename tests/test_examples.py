@@ -18,6 +18,8 @@ EXAMPLES = Path(__file__).parents[1] / "examples"
 EXAMPLE = EXAMPLES / "distributed" / "sharding_spmd.py"
 # What a reader copying an example into their own project has installed.
 ALLOWED_IMPORTS = {"jax", "flax", "optax", "orbax", "numpy", *sys.stdlib_module_names}
+# An example about a loader needs the loader, as its page says.
+ALSO_ALLOWED = {"grain_per_process.py": {"grain", "array_record"}}
 
 
 @pytest.mark.parametrize("script", sorted(EXAMPLES.rglob("*.py")), ids=lambda p: p.name)
@@ -29,7 +31,8 @@ def test_examples_import_only_jax_flax_optax_numpy_and_the_standard_library(scri
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             imported.add(node.module.split(".")[0])
     assert imported, f"{script} imports nothing?"
-    assert imported <= ALLOWED_IMPORTS, imported - ALLOWED_IMPORTS
+    allowed = ALLOWED_IMPORTS | ALSO_ALLOWED.get(script.name, set())
+    assert imported <= allowed, imported - allowed
 
 
 def run_example(*args: str) -> subprocess.CompletedProcess[str]:
@@ -144,3 +147,79 @@ def test_a_job_described_without_a_coordinator_fails_at_once_instead_of_running_
         partial.stderr
     )
     assert "loaded rows" not in partial.stdout
+
+
+PER_PROCESS = EXAMPLES / "multihost" / "per_process_batches.py"
+
+
+def advised_counts(message: str) -> list[int]:
+    """The row counts a refusal says to drop or pad to."""
+    return [int(n) for n in re.findall(r"so that each holds (\d+)", message)]
+
+
+@pytest.mark.once
+def test_rows_its_devices_cannot_share_are_refused_with_counts_that_work(no_cluster):
+    refused = run_python(str(PER_PROCESS), "--rows", "5", devices=8, check=False)
+    assert refused.returncode == 1, refused.stderr
+    assert "each process holds 5 rows, which its 8 devices cannot share evenly" in refused.stdout
+    # Dropping to 0 rows is no fix, so only padding is offered.
+    assert advised_counts(refused.stdout) == [8] and "drop" not in refused.stdout
+    fixed = run_python(str(PER_PROCESS), "--rows", "8", devices=8, check=False)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "global batch float32[8@data,3], equal to each process's 8 rows" in fixed.stdout
+
+
+@pytest.mark.once
+def test_uneven_rows_are_refused_with_counts_that_work():
+    from spmd_guide.launch import run_launcher
+
+    job = ("-n", "2", "--devices-per-process", "4", str(PER_PROCESS))
+    refused, _ = run_launcher(*job, "--uneven", timeout=180, retry=False)
+    assert refused.returncode != 0
+    assert "they hold process 0: 16, process 1: 14" in refused.stdout
+    refusal = next(line for line in refused.stdout.splitlines() if "they hold" in line)
+    dropped, padded = advised_counts(refusal)
+    assert (dropped, padded) == (12, 16)
+    # Padding to 16 is the even run; dropping to 12 must work too.
+    fixed, failed_attempt = run_launcher(*job, "--rows", str(dropped), timeout=180)
+    assert fixed.returncode == 0, (fixed.stdout + fixed.stderr, failed_attempt)
+    assert "global batch float32[24@data,3], equal to each process's 12 rows" in fixed.stdout
+
+
+GRAIN = EXAMPLES / "multihost" / "grain_per_process.py"
+
+
+@pytest.mark.once
+def test_the_grain_example_refuses_more_steps_than_its_records_and_runs_the_most_it_names(
+    no_cluster, tmp_path
+):
+    refused = run_python(
+        "-W", "error", str(GRAIN), "--dir", str(tmp_path), "--steps", "17", devices=8, check=False
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert "17 steps of 16 records need 272, and the file holds 256" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    most = int(re.search(r"train at most (\d+) steps", refused.stderr)[1])
+    ran = run_python(
+        "-W",
+        "error",
+        str(GRAIN),
+        "--dir",
+        str(tmp_path),
+        "--steps",
+        str(most),
+        devices=8,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stderr == ""
+    assert f"process 0: step {most} records" in ran.stdout
+    assert "process 0: read 256 records, exactly those it trained on: True" in ran.stdout
+
+
+@pytest.mark.once
+def test_the_grain_example_says_where_to_resume_from_when_there_is_nothing(no_cluster, tmp_path):
+    refused = run_python(str(GRAIN), "--dir", str(tmp_path), "--resume", devices=8, check=False)
+    assert refused.returncode == 2, refused.stderr
+    assert "no checkpoint in" in refused.stderr and "start without --resume" in refused.stderr
+    assert "Traceback" not in refused.stderr

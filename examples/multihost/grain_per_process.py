@@ -31,6 +31,10 @@ SAVE_EVERY = 4
 SEED = 0
 
 
+class Refused(ValueError):
+    """What was asked cannot run as asked; the message says what to change."""
+
+
 def join_the_job() -> None:
     """Join the other processes of a multi-process job, or go on alone if there is none."""
     import jax
@@ -108,11 +112,6 @@ def per_process_batches(source, start: int = 0):
     import numpy as np
 
     index, count = jax.process_index(), jax.process_count()
-    if GLOBAL_BATCH % count:
-        raise ValueError(
-            f"a global batch of {GLOBAL_BATCH} rows does not split over {count} processes; "
-            f"run a number of processes that divides {GLOBAL_BATCH}"
-        )
     parse = lambda raw: np.frombuffer(raw, np.float32)  # noqa: E731
     order = grain.MapDataset.source(source).seed(SEED).shuffle()
     mine = order[start:][index::count].map(parse)
@@ -139,6 +138,17 @@ def train(folder: Path, steps: int, resume: bool) -> None:
     from jax.sharding import PartitionSpec as P
 
     index, count = jax.process_index(), jax.process_count()
+    if GLOBAL_BATCH % jax.device_count():
+        raise Refused(
+            f"a global batch of {GLOBAL_BATCH} rows does not split over {jax.device_count()} "
+            f"devices ({count} processes of {jax.local_device_count()}); run on a number of "
+            f"devices that divides {GLOBAL_BATCH}"
+        )
+    if steps * GLOBAL_BATCH > RECORDS:
+        raise Refused(
+            f"{steps} steps of {GLOBAL_BATCH} records need {steps * GLOBAL_BATCH}, and the file "
+            f"holds {RECORDS}: train at most {RECORDS // GLOBAL_BATCH} steps"
+        )
     mesh = jax.make_mesh((jax.device_count(),), ("data",))
     jax.set_mesh(mesh)
     rows = NamedSharding(mesh, P("data"))
@@ -170,12 +180,15 @@ def train(folder: Path, steps: int, resume: bool) -> None:
     if resume:
         done = manager.latest_step()
         if done is None:
-            raise FileNotFoundError(f"no checkpoint in {folder / 'checkpoints'} to resume from")
+            raise Refused(
+                f"no checkpoint in {folder / 'checkpoints'} to resume from: give the --dir of "
+                "an earlier run, or start without --resume"
+            )
         state = nnx.state((model, optimizer))
         # Grain keeps each process's position as process_<i>-of-<n>.json.
         kept = [p.name for p in (manager.directory / str(done) / "data").glob("process_*.json")]
         if not kept:
-            raise FileNotFoundError(
+            raise Refused(
                 f"the checkpoint of step {done} in {manager.directory} holds no data position; "
                 "resume from a checkpoint this script saved, or start without --resume"
             )
@@ -240,7 +253,11 @@ def main() -> int:
     parser.add_argument("--resume", action="store_true", help="resume from the newest checkpoint")
     arguments = parser.parse_args()
     join_the_job()
-    train(arguments.dir, arguments.steps, arguments.resume)
+    try:
+        train(arguments.dir, arguments.steps, arguments.resume)
+    except Refused as refusal:
+        print(f"{parser.prog}: {refusal}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -8,7 +8,8 @@ environment, or the repository's launcher (above), such as ``mpirun -np 2 python
 examples/multihost/per_process_batches.py``; started plainly, it runs alone and loads every row.
 
 With --uneven, process 1 loads fewer rows than process 0, and the batch is refused with a
-message naming each process's count.
+message naming each process's count and the counts to drop or pad to. With --rows N, every
+process loads N rows of its share.
 """
 
 from __future__ import annotations
@@ -65,29 +66,38 @@ def assemble_batch(local, sharding):
     """The global array made from every process's ``local`` rows, checked to be even first.
 
     Raises:
-        ValueError: if the processes hold different numbers of rows; every process learns so,
-            instead of one building a different global shape and the others waiting for it.
+        ValueError: if the processes hold different numbers of rows (every process learns so,
+            instead of one building a different global shape and the others waiting for it),
+            or a number their devices cannot share; the message says what to drop or pad to.
     """
     import jax
     import numpy as np
     from jax.experimental import multihost_utils
 
     counts = multihost_utils.process_allgather(np.int32(local.shape[0])).tolist()
+    # Each process's rows are split over its own devices, so a count must divide by them.
+    devices = jax.local_device_count()
+    dropped_to = min(counts) // devices * devices
+    padded_to = -(-max(counts) // devices) * devices
+    fix = (
+        f"pad them so that each holds {padded_to} (a multiple of each process's {devices} devices)"
+    )
+    if dropped_to:
+        fix = f"drop rows so that each holds {dropped_to}, or {fix}"
     if len(set(counts)) > 1:
         held = ", ".join(f"process {i}: {n}" for i, n in enumerate(counts))
-        # Each process's rows are split over its own devices, so a count must divide by them.
-        devices = jax.local_device_count()
-        dropped_to = min(counts) // devices * devices
-        padded_to = -(-max(counts) // devices) * devices
         raise ValueError(
-            f"every process must load the same number of rows, but they hold {held}; "
-            f"drop rows so that each holds {dropped_to}, or pad them so that each holds "
-            f"{padded_to} (a multiple of each process's {devices} devices)"
+            f"every process must load the same number of rows, but they hold {held}; {fix}"
+        )
+    if counts[0] % devices:
+        raise ValueError(
+            f"each process holds {counts[0]} rows, which its {devices} devices cannot share "
+            f"evenly; {fix}"
         )
     return jax.make_array_from_process_local_data(sharding, local)
 
 
-def load_and_check(uneven: bool) -> int:
+def load_and_check(uneven: bool, keep: int | None = None) -> int:
     import jax
     import numpy as np
     from jax.experimental import multihost_utils
@@ -98,7 +108,7 @@ def load_and_check(uneven: bool) -> int:
     mesh = jax.make_mesh((jax.device_count(),), ("data",))
     sharding = NamedSharding(mesh, P("data"))
     per_process = GLOBAL_ROWS // count
-    mine = dataset()[index * per_process : (index + 1) * per_process]
+    mine = dataset()[index * per_process : (index + 1) * per_process][:keep]
     if uneven and index == 1:
         mine = mine[:-2]
     first = index * per_process
@@ -121,17 +131,27 @@ def load_and_check(uneven: bool) -> int:
         f"process {index}: the callback read rows {rows[0][0]} to {rows[-1][1] - 1}, "
         f"in {len(rows)} blocks"
     )
-    # Check the assembly: gathered to every process, the batch is the whole dataset.
+    # Check the assembly: gathered to every process, the batch is every process's rows in turn.
+    shares = [dataset()[i * per_process : i * per_process + len(mine)] for i in range(count)]
     whole = multihost_utils.process_allgather(batch, tiled=True)
-    assert np.array_equal(whole, dataset())
+    assert np.array_equal(whole, np.concatenate(shares))
     assert np.array_equal(multihost_utils.process_allgather(same, tiled=True), dataset())
-    print(f"process {index}: global batch {jax.typeof(batch)}, equal to the whole dataset")
+    what = "the whole dataset" if len(mine) == per_process else f"each process's {len(mine)} rows"
+    print(f"process {index}: global batch {jax.typeof(batch)}, equal to {what}")
     return 0
 
 
 def main() -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--uneven", action="store_true", help="process 1 loads 2 rows fewer")
+    parser.add_argument("--rows", type=int, help="rows each process loads of its share")
+    arguments = parser.parse_args()
+    if arguments.rows is not None and arguments.rows < 1:
+        parser.error(f"--rows must be at least 1, got {arguments.rows}")
     join_the_job()
-    return load_and_check(uneven="--uneven" in sys.argv[1:])
+    return load_and_check(arguments.uneven, arguments.rows)
 
 
 if __name__ == "__main__":
