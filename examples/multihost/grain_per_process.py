@@ -184,7 +184,10 @@ def train(folder: Path, steps: int, resume: bool) -> None:
                 f"no checkpoint in {folder / 'checkpoints'} to resume from: give the --dir of "
                 "an earlier run, or start without --resume"
             )
-        state = nnx.state((model, optimizer))
+        # The model and optimizer as they are now, as the targets of their items: the restore
+        # reads the saved values into these arrays' layouts.
+        weights = ocp.args.StandardRestore(nnx.state(model))
+        moments = ocp.args.StandardRestore(nnx.state(optimizer))
         # Grain keeps each process's position as process_<i>-of-<n>.json.
         kept = [p.name for p in (manager.directory / str(done) / "data").glob("process_*.json")]
         if not kept:
@@ -197,7 +200,8 @@ def train(folder: Path, steps: int, resume: bool) -> None:
             restored = manager.restore(
                 done,
                 args=ocp.args.Composite(
-                    state=ocp.args.StandardRestore(state),
+                    model=weights,
+                    optimizer=moments,
                     data=grain.checkpoint.CheckpointRestore(iterator),
                 ),
             )
@@ -206,7 +210,7 @@ def train(folder: Path, steps: int, resume: bool) -> None:
             # The data's position was saved per process, for another number of them. The step
             # says where the global order stands; each process starts there with its new share.
             restored = manager.restore(
-                done, args=ocp.args.Composite(state=ocp.args.StandardRestore(state))
+                done, args=ocp.args.Composite(model=weights, optimizer=moments)
             )
             iterator = iter(per_process_batches(source, start=done * GLOBAL_BATCH))
             print(
@@ -214,7 +218,8 @@ def train(folder: Path, steps: int, resume: bool) -> None:
                 f"{saved_by} processes, so this one starts at record {done * GLOBAL_BATCH} "
                 "of the global order"
             )
-        nnx.update((model, optimizer), restored.state)
+        nnx.update(model, restored.model)
+        nnx.update(optimizer, restored.optimizer)
 
     consumed: list[int] = []
     for number in range(done + 1, steps + 1):
@@ -229,7 +234,8 @@ def train(folder: Path, steps: int, resume: bool) -> None:
         manager.save(
             number,
             args=ocp.args.Composite(
-                state=ocp.args.StandardSave(nnx.state((model, optimizer))),
+                model=ocp.args.StandardSave(nnx.state(model)),
+                optimizer=ocp.args.StandardSave(nnx.state(optimizer)),
                 data=grain.checkpoint.CheckpointSave(iterator),
             ),
         )
