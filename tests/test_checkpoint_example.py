@@ -69,7 +69,7 @@ def test_a_checkpoint_saved_by_two_processes_restores_in_one_bit_for_bit(tmp_pat
     for i in (0, 1):
         assert f"[{i}] process {i} of 2: 4 of 8 CPU devices" in job.stdout
     # Each process wrote a database of its own into the one checkpoint.
-    step_4 = tmp_path / "shared" / "4" / "default"
+    step_4 = tmp_path / "shared" / "4" / "model"
     for i in (0, 1):
         assert any((step_4 / f"ocdbt.process_{i}" / "d").iterdir()), i
 
@@ -83,7 +83,7 @@ def test_a_save_killed_half_way_is_never_the_latest_checkpoint(tmp_path):
     folder = tmp_path / "run"
 
     def writing_step_4() -> bool:
-        unfinished = folder / "4.orbax-checkpoint-tmp" / "default" / "ocdbt.process_0" / "d"
+        unfinished = folder / "4.orbax-checkpoint-tmp" / "model" / "ocdbt.process_0" / "d"
         return unfinished.is_dir() and any(unfinished.iterdir())
 
     killed = kill_python_when(

@@ -195,7 +195,16 @@ def main(argv: list[str] | None = None) -> int:
         # An abstract target: shapes, dtypes and this mesh's shardings, nothing allocated.
         with nnx.logical_axis_rules(RULES):
             graphdef, target = nnx.get_abstract_model(create_model_and_optimizer, mesh)
-        state = manager.restore(latest, args=ocp.args.StandardRestore(target))
+        # The model and the optimizer are separate items of the checkpoint (an evaluation job
+        # restores the model alone); the target holds them as its items 0 and 1.
+        restored = manager.restore(
+            latest,
+            args=ocp.args.Composite(
+                model=ocp.args.StandardRestore(target[0]),
+                optimizer=ocp.args.StandardRestore(target[1]),
+            ),
+        )
+        state = nnx.State({0: restored.model, 1: restored.optimizer})
         model, optimizer = nnx.merge(graphdef, state)
         log(f"restored step {latest} onto {len(devices)} devices, state digest {digest(state)}")
         first = latest + 1
@@ -226,9 +235,12 @@ def main(argv: list[str] | None = None) -> int:
         log(f"step {step:4d}  loss {float(loss):.6f}")
         # Every process calls save at every step, and the policy decides the same everywhere;
         # on a save step, each process writes the shards its devices hold.
-        state = nnx.state((model, optimizer))
-        if manager.save(step, args=ocp.args.StandardSave(state)):
-            log(f"saving step {step}, state digest {digest(state)}")
+        items = ocp.args.Composite(
+            model=ocp.args.StandardSave(nnx.state(model)),
+            optimizer=ocp.args.StandardSave(nnx.state(optimizer)),
+        )
+        if manager.save(step, args=items):
+            log(f"saving step {step}, state digest {digest(nnx.state((model, optimizer)))}")
     manager.close()  # waits for the last save to be written
     log(f"checkpoints kept: {manager.all_steps()}")
     return 0
