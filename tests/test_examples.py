@@ -223,3 +223,13 @@ def test_the_grain_example_says_where_to_resume_from_when_there_is_nothing(no_cl
     assert refused.returncode == 2, refused.stderr
     assert "no checkpoint in" in refused.stderr and "start without --resume" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.once
+def test_the_grain_example_says_a_preemption_needs_a_job_of_several_processes(no_cluster, tmp_path):
+    refused = run_python(
+        str(GRAIN), "--dir", str(tmp_path), "--stop-signal-after", "1", devices=8, check=False
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert "--stop-signal-after needs a job of several processes" in refused.stderr
+    assert "Traceback" not in refused.stderr

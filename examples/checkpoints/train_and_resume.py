@@ -241,6 +241,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         if manager.save(step, args=items):
             log(f"saving step {step}, state digest {digest(nnx.state((model, optimizer)))}")
+        if manager.reached_preemption(step):
+            # Every process reaches this step before it stops, so the checkpoint is whole.
+            log(f"preempted: every process stops after step {step}, saved")
+            break
     manager.close()  # waits for the last save to be written
     log(f"checkpoints kept: {manager.all_steps()}")
     return 0

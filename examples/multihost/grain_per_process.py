@@ -15,6 +15,8 @@ made-up classification task, each tagged with its number. Every process then ope
 itself. A checkpoint every SAVE_EVERY steps holds the model, its optimizer and each process's
 position in the data. With ``--resume``, the job restores the newest one and trains on to
 ``--steps``. Each process prints, per global batch, a digest of the record numbers it holds.
+When the job is preempted (a process gets SIGTERM), every process saves at the step they agree on
+and stops; ``--stop-signal-after STEP`` sends that signal, to try it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import signal
 import sys
+import time
 from pathlib import Path
 
 RECORDS, WIDTH, CLASSES = 256, 8, 4
@@ -126,7 +130,7 @@ def digest(numbers) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def train(folder: Path, steps: int, resume: bool) -> None:
+def train(folder: Path, steps: int, resume: bool, stop_signal_after: int | None = None) -> None:
     import grain
     import jax
     import numpy as np
@@ -143,6 +147,11 @@ def train(folder: Path, steps: int, resume: bool) -> None:
             f"a global batch of {GLOBAL_BATCH} rows does not split over {jax.device_count()} "
             f"devices ({count} processes of {jax.local_device_count()}); run on a number of "
             f"devices that divides {GLOBAL_BATCH}"
+        )
+    if stop_signal_after is not None and count == 1:
+        raise Refused(
+            "--stop-signal-after needs a job of several processes, whose preemption JAX's "
+            "distributed runtime coordinates: start the script under a launcher, mpirun or srun"
         )
     if steps * GLOBAL_BATCH > RECORDS:
         raise Refused(
@@ -239,6 +248,13 @@ def train(folder: Path, steps: int, resume: bool) -> None:
                 data=grain.checkpoint.CheckpointSave(iterator),
             ),
         )
+        if manager.reached_preemption(number):
+            # Every process reaches this step before it stops, so the checkpoint is whole.
+            print(f"process {index}: preempted: saved step {number} and stopped")
+            break
+        if number == stop_signal_after and index == count - 1:
+            os.kill(os.getpid(), signal.SIGTERM)  # JAX's preemption service takes it as notice
+            time.sleep(2)  # while the notice reaches the other processes, as a scheduler's grace
     manager.wait_until_finished()
 
     read = sorted(int(n) for n in source.read)
@@ -257,10 +273,17 @@ def main() -> int:
     )
     parser.add_argument("--steps", type=int, default=8, help="train until this step")
     parser.add_argument("--resume", action="store_true", help="resume from the newest checkpoint")
+    parser.add_argument(
+        "--stop-signal-after",
+        type=int,
+        metavar="STEP",
+        help="the last process sends itself SIGTERM after this step, as a cluster scheduler does "
+        "before it takes a machine back: try the save on preemption",
+    )
     arguments = parser.parse_args()
     join_the_job()
     try:
-        train(arguments.dir, arguments.steps, arguments.resume)
+        train(arguments.dir, arguments.steps, arguments.resume, arguments.stop_signal_after)
     except Refused as refusal:
         print(f"{parser.prog}: {refusal}", file=sys.stderr)
         return 2
