@@ -183,9 +183,7 @@ def train(folder: Path, steps: int, resume: bool, stop_signal_after: int | None 
         preservation_policy=ocp.checkpoint_managers.LatestN(2),
     )
     manager = ocp.CheckpointManager(folder.resolve() / "checkpoints", options=options)
-    done = 0
-    batches = per_process_batches(source)
-    iterator = iter(batches)
+    done, start = 0, 0
     if resume:
         done = manager.latest_step()
         if done is None:
@@ -193,19 +191,15 @@ def train(folder: Path, steps: int, resume: bool, stop_signal_after: int | None 
                 f"no checkpoint in {folder / 'checkpoints'} to resume from: give the --dir of "
                 "an earlier run, or start without --resume"
             )
+        # How the saved pipeline was built: Grain's position counts batches of that pipeline.
+        saved = manager.restore(done, args=ocp.args.Composite(pipeline=ocp.args.JsonRestore()))
         # The model and optimizer as they are now, as the targets of their items: the restore
         # reads the saved values into these arrays' layouts.
         weights = ocp.args.StandardRestore(nnx.state(model))
         moments = ocp.args.StandardRestore(nnx.state(optimizer))
-        # Grain keeps each process's position as process_<i>-of-<n>.json.
-        kept = [p.name for p in (manager.directory / str(done) / "data").glob("process_*.json")]
-        if not kept:
-            raise Refused(
-                f"the checkpoint of step {done} in {manager.directory} holds no data position; "
-                "resume from a checkpoint this script saved, or start without --resume"
-            )
-        saved_by = int(kept[0].removesuffix(".json").split("-of-")[1])
-        if saved_by == count:
+        if saved.pipeline["processes"] == count:
+            start = saved.pipeline["start"]
+            iterator = iter(per_process_batches(source, start))
             restored = manager.restore(
                 done,
                 args=ocp.args.Composite(
@@ -216,19 +210,23 @@ def train(folder: Path, steps: int, resume: bool, stop_signal_after: int | None 
             )
             print(f"process {index}: resumed at step {done}, data where this process left it")
         else:
-            # The data's position was saved per process, for another number of them. The step
-            # says where the global order stands; each process starts there with its new share.
+            # Grain saved each process's position in a pipeline cut for another number of
+            # processes. The step says where the global order stands; each process starts
+            # there, with its new share.
+            start = done * GLOBAL_BATCH
+            iterator = iter(per_process_batches(source, start))
             restored = manager.restore(
                 done, args=ocp.args.Composite(model=weights, optimizer=moments)
             )
-            iterator = iter(per_process_batches(source, start=done * GLOBAL_BATCH))
             print(
                 f"process {index}: resumed at step {done}; the data's position was saved by "
-                f"{saved_by} processes, so this one starts at record {done * GLOBAL_BATCH} "
+                f"{saved.pipeline['processes']} processes, so this one starts at record {start} "
                 "of the global order"
             )
         nnx.update(model, restored.model)
         nnx.update(optimizer, restored.optimizer)
+    else:
+        iterator = iter(per_process_batches(source))
 
     consumed: list[int] = []
     for number in range(done + 1, steps + 1):
@@ -246,6 +244,7 @@ def train(folder: Path, steps: int, resume: bool, stop_signal_after: int | None 
                 model=ocp.args.StandardSave(nnx.state(model)),
                 optimizer=ocp.args.StandardSave(nnx.state(optimizer)),
                 data=grain.checkpoint.CheckpointSave(iterator),
+                pipeline=ocp.args.JsonSave({"processes": count, "start": start}),
             ),
         )
         if manager.reached_preemption(number):
@@ -255,7 +254,7 @@ def train(folder: Path, steps: int, resume: bool, stop_signal_after: int | None 
         if number == stop_signal_after and index == count - 1:
             os.kill(os.getpid(), signal.SIGTERM)  # JAX's preemption service takes it as notice
             time.sleep(2)  # while the notice reaches the other processes, as a scheduler's grace
-    manager.wait_until_finished()
+    manager.close()  # waits for the last save to be written
 
     read = sorted(int(n) for n in source.read)
     everyone = multihost_utils.process_allgather(np.int32(len(read))).tolist()

@@ -301,12 +301,14 @@ def _one_f_one_b_table(stages: int, count: int) -> tuple[Any, Any, dict[str, int
 def _one_f_one_b(params: Any, tokens: jax.Array, c: Mapping[str, Any]) -> tuple[jax.Array, Any]:
     """The loss and its gradient by a 1F1B pipeline over the mesh axis ``pipe``.
 
-    ``jax.grad`` runs every backward after every forward, so 1F1B's order is written out: a
+    Differentiating a scan over ticks runs the whole backward scan after the whole forward scan,
+    which is not 1F1B's order, so the order is written out: a
     table of steps (:func:`_one_f_one_b_table`) run tick by tick in a ``shard_map`` manual over
     ``pipe`` (``data`` and ``tensor`` stay with the compiler). A forward keeps what ``jax.vjp``
-    needs for its backward (what the remat policy saves of each layer) in a slot of its stage
-    until the backward uses it; activations go forward and gradients back by ``ppermute``.
-    Stage 0 embeds and the last stage computes the loss, a microbatch at a time.
+    needs for its backward (what the remat policy saves of each layer) in a slot of its stage,
+    which the backward reads and a later microbatch reuses; activations go forward and
+    gradients back by ``ppermute``. Stage 0 embeds and the last stage computes the loss, a
+    microbatch at a time.
     """
     stages, count = c["pipe"], c["microbatches"]
     kinds, microbatch, slots = _one_f_one_b_table(stages, count)
@@ -341,6 +343,9 @@ def _one_f_one_b(params: Any, tokens: jax.Array, c: Mapping[str, Any]) -> tuple[
             structure["weights"] = [
                 next((i for i, x in enumerate(ins) if x is leaf), None) for leaf in leaves
             ]
+            # Else every slot would hold a copy of the weights, and the memory check would drift.
+            if sorted(i for i in structure["weights"] if i is not None) != list(range(len(ins))):
+                raise RuntimeError("jax.vjp no longer keeps this layer's weights as they came in")
             return out, [
                 leaf for leaf, i in zip(leaves, structure["weights"], strict=True) if i is None
             ]
