@@ -59,7 +59,7 @@ def test_mpirun_starts_processes_that_find_each_other():
 
 def _assert_one_checkpoint_written_by_both(folder: Path) -> None:
     # Two processes that had each trained alone would both have written process 0's database.
-    step_4 = folder / "4" / "default"
+    step_4 = folder / "4" / "model"
     for rank in (0, 1):
         assert any((step_4 / f"ocdbt.process_{rank}" / "d").iterdir()), rank
 
