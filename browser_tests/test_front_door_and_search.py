@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import re
-from urllib.parse import urldefrag
+import tomllib
+from urllib.parse import urldefrag, urljoin
 
 import pytest
 from conftest import SITE, content_pages
@@ -11,29 +13,95 @@ from conftest import SITE, content_pages
 PAGES = content_pages()
 
 
-def test_the_home_page_says_what_the_site_is_and_offers_five_routes(context, site_url):
-    tab = context.new_page()
+def _course_table() -> dict:
+    return tomllib.loads((SITE.parents[1] / "course.toml").read_text(encoding="utf-8"))
+
+
+def test_the_home_page_opens_on_the_path_within_a_phones_first_screen(browser, site_url):
+    tab = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2)
     tab.goto(site_url + "index.html")
     assert "spmd-guide" not in tab.title()
     assert "SPMD in JAX" in tab.title()
-    # The page opens on its heading: nothing above it in the text.
+    # The page opens on its heading, then who it is for: nothing above it in the text.
     first = tab.evaluate("document.querySelector('article[role=main]').innerText.trim()")
     assert first.startswith("SPMD in JAX"), first[:80]
-    cards = tab.eval_on_selector_all(
-        "a.sd-stretched-link", "links => links.map(a => a.getAttribute('href'))"
+    assert "moving from one accelerator to many" in first[:200], first[:200]
+    steps = tab.locator("ol.course-path > li")
+    table = _course_table()["step"]
+    assert steps.count() == len(table)
+    # The path starts on the first screen, below the header, and every step says its time.
+    top = tab.evaluate("document.querySelector('ol.course-path').getBoundingClientRect().top")
+    assert top < 844 - 60, top
+    for i, step in enumerate(table):
+        text = steps.nth(i).inner_text()
+        assert text.startswith(step["title"]) and re.search(r"\(.*\d+ min\): ", text), text
+        href = steps.nth(i).locator("a").get_attribute("href")
+        assert urldefrag(href)[0] == step["page"][0]["doc"] + ".html", href
+    # How the pages are checked is a page of its own, linked from the home page's foot.
+    assert tab.locator("article a[href='how-pages-are-checked.html']").count() == 1
+    assert "hidden check" not in first[: first.index("Holding an error message")]
+    tab.close()
+
+
+def test_how_the_pages_are_checked_names_the_versions_this_build_ran():
+    text = (SITE / "how-pages-are-checked.html").read_text(encoding="utf-8")
+    assert re.search(r"JAX \d+\.\d+\S*, jaxlib \d+\.\d+\S* and\s+Flax \d+\.\d+", text)
+
+
+def test_every_page_on_the_path_says_what_you_will_do_what_to_read_first_and_what_is_next():
+    table = _course_table()
+    path = [page for step in table["step"] for page in step["page"]]
+    for i, page in enumerate(path):
+        page_html = (SITE / f"{page['doc']}.html").read_text(encoding="utf-8")
+        opening = page_html.split('class="course-opening', 1)[1].split("</div>", 1)[0]
+        closing = page_html.split('class="course-closing', 1)[1].split("</div>", 1)[0]
+        assert "You will be able to" in opening and "Read first:" in opening, page["doc"]
+        assert re.search(r"about \d+ min of reading", opening), page["doc"]
+        # The opening comes right after the title, the closing after the page's last words.
+        title_end = page_html.index("</h1>")
+        assert page_html.index('class="course-opening') - title_end < 200, page["doc"]
+        assert "Next:" in closing, page["doc"]
+        if i + 1 < len(path):
+            base = f"https://site/{page['doc']}.html"
+            targets = {
+                urldefrag(urljoin(base, h))[0] for h in re.findall(r'href="([^"]+)"', closing)
+            }
+            assert f"https://site/{path[i + 1]['doc']}.html" in targets, (page["doc"], targets)
+
+
+def _reading_minutes(page_html: str) -> tuple[float, int, int]:
+    """A page's reading time as the build defines it, measured here on the built HTML: prose
+    words / 200 + lines of code shown / 20, leaving out cell outputs and folded blocks."""
+    article = page_html.split('id="furo-main-content"', 1)[1].split("</article>", 1)[0]
+    article = re.sub(r"<details\b.*?</details>", " ", article, flags=re.S)
+    article = re.sub(
+        r'<div class="cell_output[^"]*">.*?</div>\s*</div>\s*</div>', " ", article, flags=re.S
     )
-    assert [urldefrag(card)[0] for card in cards] == [
-        "getting-started/devices.html",
-        "guide/spmd-sharding.html",
-        "patterns/collectives.html",
-        "transformer-patterns/experts.html",
-        "problems/index.html",
-    ]
-    text = tab.inner_text("article[role=main]")
-    assert re.search(r"JAX \d+\.\d+\S*, jaxlib \d+\.\d+\S* and\s+Flax \d+\.\d+", text), text
-    assert "Map of the site" not in text
-    # The sidebar is the map; the page does not repeat it as a list of links.
-    assert tab.locator("article .toctree-wrapper a").count() == 0
+    code = 0
+    for block in re.findall(r"<pre\b[^>]*>(.*?)</pre>", article, flags=re.S):
+        text = html.unescape(re.sub(r"<[^>]+>", "", block))
+        code += sum(1 for line in text.splitlines() if line.strip())
+    prose = re.sub(r"<pre\b.*?</pre>", " ", article, flags=re.S)
+    prose = re.sub(r"<(script|style|svg)\b.*?</\1>", " ", prose, flags=re.S)
+    text = html.unescape(re.sub(r"<[^>]+>", " ", prose))
+    words = len(re.findall("[A-Za-z0-9][\\w'\u2019.-]*", text))
+    return words / 200 + code / 20, words, code
+
+
+def test_every_page_on_the_path_fits_a_sitting_as_built():
+    table = _course_table()
+    default = table.get("max_minutes", 15)
+    waiting = set(table.get("over_limit", ()))
+    for step in table["step"]:
+        for page in step["page"]:
+            limit = page.get("max_minutes", default)
+            minutes, words, code = _reading_minutes(
+                (SITE / f"{page['doc']}.html").read_text(encoding="utf-8")
+            )
+            if page["doc"] in waiting:
+                assert minutes > limit, f"{page['doc']} fits now: take it off over_limit"
+            else:
+                assert minutes <= limit, (page["doc"], round(minutes, 1), words, code, limit)
 
 
 def _search(context, site_url, term):

@@ -37,6 +37,7 @@ extensions = [
     "sphinxext.opengraph",
     "api_signatures",
     "build_info",
+    "course",
     "execution_cache",
     "execution_status",
     "figure_alt_text",

@@ -20,6 +20,7 @@ EXTENSIONS = Path(__file__).resolve().parents[1] / "docs" / "_ext"
 sys.path.insert(0, str(EXTENSIONS))
 
 import api_signatures  # noqa: E402
+import course  # noqa: E402
 import figure_alt_text  # noqa: E402
 import hosting  # noqa: E402
 import kernel_environment  # noqa: E402
@@ -239,3 +240,68 @@ def test_a_figure_without_alt_text_fails_the_build_and_says_what_to_use():
             figure_alt_text.check("page", _page(output))
     # Markup that merely mentions an svg element is not one.
     figure_alt_text.check("page", _page(nodes.raw("", "<code>&lt;svg&gt;</code>", format="html")))
+
+
+def _page_sources() -> list[str]:
+    docs = EXTENSIONS.parent
+    return sorted(
+        path.relative_to(docs).with_suffix("").as_posix()
+        for path in docs.rglob("*.md")
+        if not path.relative_to(docs).parts[0].startswith("_")
+    )
+
+
+def test_the_course_table_places_every_teaching_page():
+    table = course.load_course()
+    assert course.unplaced_pages(table, _page_sources()) == []
+    # The path runs from setting up devices to the practice problems, each page once.
+    path = [page.doc for page in table.path]
+    assert path[0] == "getting-started/devices" and path[-1] == "problems/index"
+    assert len(path) == len(set(path))
+    assert table.before(path[1]).doc == path[0] and table.after(path[0]).doc == path[1]
+    assert table.after(path[-1]) is None
+
+
+def test_a_teaching_page_the_table_does_not_place_is_named():
+    table = course.load_course()
+    assert course.unplaced_pages(table, [*_page_sources(), "guide/new-page"]) == ["guide/new-page"]
+
+
+@pytest.mark.parametrize(
+    ("table", "complaint"),
+    [
+        (
+            '[[step]]\ntitle = "A"\nteaches = "b"\n[[step.page]]\ndoc = "guide/nope"\nwill = "c"\n',
+            "'guide/nope' names no page (there is no docs/guide/nope.md)",
+        ),
+        (
+            '[[step]]\ntitle = "A"\nteaches = "b"\n[[step.page]]\ndoc = "index"\n',
+            "page 'index' in step 1 has no `will`",
+        ),
+        ('[[step]]\ntitle = "A"\n', "step 1 lacks page, teaches"),
+        ("title = [", "cannot read the course table"),
+    ],
+)
+def test_a_bad_course_table_stops_the_build_and_says_what_to_fix(tmp_path, table, complaint):
+    path = tmp_path / "course.toml"
+    path.write_text(table)
+    with pytest.raises(ExtensionError, match=re.escape(complaint)):
+        course.load_course(path)
+
+
+def test_reading_time_counts_prose_and_code_shown_not_outputs_or_folded_answers():
+    document = new_document("page", frontend.get_default_settings(rst.Parser))
+    document += nodes.paragraph(text="one two three four")
+    cell = nodes.container(classes=["cell"])
+    cell += nodes.container(
+        "", nodes.literal_block(text="x = 1\n\ny = 2\n"), classes=["cell_input"]
+    )
+    cell += nodes.container("", nodes.literal_block(text="a\nb\nc\n"), classes=["cell_output"])
+    document += cell
+    answer = nodes.container(design_component="dropdown")
+    answer += nodes.paragraph(text="folded words are not read on the way down")
+    document += answer
+    minutes, words, code = course.reading_minutes(document)
+    assert (words, code) == (4, 2)
+    assert minutes == pytest.approx(4 / 200 + 2 / 20)
+    assert course.shown_minutes(0.01) == 1 and course.shown_minutes(12.2) == 13
