@@ -11,7 +11,6 @@ PAGES = [page for page in content_pages() if page != "404.html"]
 PICTURE_PAGES = [
     "getting-started/devices.html",
     "tutorial/sharded-computation.html",
-    "guide/spmd-sharding.html",
 ]
 WIDTHS = (390, 1024, 1280)
 # A picture's title: "name ...: " then a spec, a sharded type such as float32[4,8@y], or the
