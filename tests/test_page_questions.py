@@ -1,0 +1,87 @@
+"""Every teaching page ends with questions, each answer folded and asserted by a hidden cell.
+
+A page's last section is "Check your understanding": two to four numbered questions, each with a
+folded answer (a ``dropdown``), then at least one hidden cell (``remove-cell``) that computes the
+answers and asserts them. The pages are those the course table (docs/course.toml) puts on the
+path, less the practice index, which is all questions.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+sys.path.insert(0, str(DOCS / "_ext"))
+
+import course  # noqa: E402
+
+# Reads the pages as text; runs no JAX.
+pytestmark = pytest.mark.once
+
+HEADING = "## Check your understanding"
+# Pages still waiting for their questions; each must gain them, and then leave this list.
+AWAITING_QUESTIONS = {
+    "guide/strategies",
+    "guide/memory",
+    "guide/remat-and-accumulation",
+    "guide/compile-for-tpu",
+    "guide/planner",
+    "guide/checkpoints",
+    "guide/checkpoint-matrix",
+    "patterns/pipeline-schedules",
+    "patterns/multihost",
+    "patterns/grain-data",
+}
+
+PAGES = [page.doc for page in course.load_course().path if page.doc != "problems/index"]
+_SECTION = re.compile(r"^## .*$", re.M)
+_ANSWER = re.compile(r"^\s*:::\{dropdown\} Answer\s*$", re.M)
+_QUESTION = re.compile(r"^\d+\. \S", re.M)
+_HIDDEN_CELL = re.compile(
+    r"^```\{code-cell\}[^\n]*\n:tags: \[remove-cell\]\n(?P<code>.*?)^```", re.M | re.S
+)
+
+
+def questions(text: str) -> tuple[int, int, list[str]]:
+    """In the page's last section: how many questions, how many folded answers, and the code of
+    its hidden cells. (0, 0, []) when the last section is not the questions."""
+    headings = list(_SECTION.finditer(text))
+    if not headings or headings[-1].group() != HEADING:
+        return 0, 0, []
+    last = text[headings[-1].end() :]
+    prose = re.sub(r"^```.*?^```", "", last, flags=re.M | re.S)
+    checks = [match["code"] for match in _HIDDEN_CELL.finditer(last)]
+    return len(_QUESTION.findall(prose)), len(_ANSWER.findall(prose)), checks
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_page_on_the_path_ends_with_questions_whose_answers_are_asserted(page):
+    asked, answered, checks = questions((DOCS / f"{page}.md").read_text(encoding="utf-8"))
+    if page in AWAITING_QUESTIONS:
+        assert asked == 0, f"{page} has its questions now: remove it from AWAITING_QUESTIONS"
+        return
+    assert 2 <= asked <= 4, f"{page}: its last section must be {HEADING!r} with 2 to 4 questions"
+    assert answered == asked, (
+        f"{page}: each question needs one folded answer (:::{{dropdown}} Answer)"
+    )
+    assert any("assert" in code for code in checks), f"{page}: no hidden cell asserts the answers"
+
+
+def test_the_awaiting_list_names_only_pages_on_the_path():
+    assert set(PAGES) >= AWAITING_QUESTIONS
+
+
+def test_the_question_finder_reads_a_page_as_the_test_expects():
+    page = (
+        "# T\n\n## Body\n\ntext\n\n"
+        + HEADING
+        + "\n\n1. Why?\n\n   :::{dropdown} Answer\n   Because.\n"
+        "   :::\n\n2. How?\n\n   :::{dropdown} Answer\n   So.\n   :::\n\n"
+        "```{code-cell} ipython3\n:tags: [remove-cell]\n\nassert 1 + 1 == 2\n```\n"
+    )
+    assert questions(page) == (2, 2, ["\nassert 1 + 1 == 2\n"])
+    assert questions(page.replace(HEADING, "## Summary")) == (0, 0, [])
