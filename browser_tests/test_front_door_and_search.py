@@ -104,6 +104,23 @@ def test_every_page_on_the_path_fits_a_sitting_as_built():
                 assert minutes <= limit, (page["doc"], round(minutes, 1), words, code, limit)
 
 
+MOVED = tomllib.loads((SITE.parents[1] / "moved-sections.toml").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [(f"{page}#{anchor}", new) for page, moved in MOVED.items() for anchor, new in moved.items()],
+)
+def test_a_section_that_moved_is_found_at_its_old_address(context, site_url, old, new):
+    tab = context.new_page()
+    page, anchor = old.split("#")
+    tab.goto(f"{site_url}{page}.html#{anchor}")
+    new_page, new_anchor = new.split("#")
+    tab.wait_for_url(f"{site_url}{new_page}.html#{new_anchor}", timeout=10_000)
+    assert tab.locator(f"[id='{new_anchor}']").count() == 1
+    tab.close()
+
+
 def _search(context, site_url, term):
     tab = context.new_page()
     tab.goto(f"{site_url}search.html?q={term}")

@@ -42,6 +42,7 @@ extensions = [
     "execution_status",
     "figure_alt_text",
     "kernel_environment",
+    "moved_sections",
     "offline_inventories",
     "page_scripts",
     "sharding_pictures",
