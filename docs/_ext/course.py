@@ -22,6 +22,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from docutils import nodes
@@ -31,7 +32,7 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.environment import BuildEnvironment
 from sphinx.errors import ExtensionError
-from sphinx.util import logging
+from sphinx.util import docname_join, logging
 from sphinx.util.docutils import SphinxDirective
 
 DOCS = Path(__file__).resolve().parents[1]
@@ -175,14 +176,27 @@ def _skipped(node: nodes.Node) -> bool:
     return isinstance(node, (nodes.comment, nodes.raw, nodes.system_message, addnodes.toctree))
 
 
-def reading_minutes(doctree: nodes.Node) -> tuple[float, int, int]:
-    """Minutes, prose words and lines of code shown: words / 200 + code lines / 20."""
+def reading_minutes(
+    doctree: nodes.Node, link_text: Callable[[addnodes.pending_xref], str | None] | None = None
+) -> tuple[float, int, int]:
+    """Minutes, prose words and lines of code shown: words / 200 + code lines / 20.
+
+    The doctree is read before its links are resolved: ``link_text`` gives the text a link will
+    show (a page's or a section's title), where the source left it to the link."""
     words = code_lines = 0
 
     def visit(node: nodes.Node) -> None:
         nonlocal words, code_lines
         if _skipped(node):
             return
+        if isinstance(node, course_minutes):
+            words += 2  # filled in as "N min"
+            return
+        if isinstance(node, addnodes.pending_xref) and link_text is not None:
+            text = link_text(node)
+            if text is not None:
+                words += len(_WORD.findall(text))
+                return
         if isinstance(node, nodes.literal_block):
             code_lines += sum(1 for line in node.astext().splitlines() if line.strip())
             return
@@ -349,8 +363,21 @@ def _measure_and_check(app: Sphinx, env: BuildEnvironment) -> list[str]:
     """Measure every placed page once all are read; fail on those over their limit."""
     course = _course(app)
     measured = {}
+    std = env.get_domain("std")
+
+    def link_text(node: addnodes.pending_xref) -> str | None:
+        if node.get("refexplicit"):
+            return None
+        target = node.get("reftarget", "")
+        if node.get("reftype") == "doc":
+            title = env.titles.get(docname_join(node.get("refdoc", ""), target))
+            return title.astext() if title is not None else None
+        if node.get("reftype") == "ref" and target in std.labels:  # type: ignore[attr-defined]
+            return std.labels[target][2]  # type: ignore[attr-defined]
+        return None
+
     for doc in course.pages:
-        minutes, words, code = reading_minutes(env.get_doctree(doc))
+        minutes, words, code = reading_minutes(env.get_doctree(doc), link_text)
         measured[doc] = minutes
         limit = course.pages[doc].max_minutes
         if minutes > limit and doc not in course.over_limit:
