@@ -160,6 +160,7 @@ PASTED_ERRORS = [
     "Some donated buffers were not usable",
     "Fetching value for jax.Array that spans non-addressable devices is not possible",
     "jax.distributed.initialize() must be called before any JAX calls",
+    "This thread has been waiting for all reduce",
     "An auto mesh context or metadata is required if creating a variable with annotation",
 ]
 
