@@ -29,11 +29,6 @@ AWAITING_QUESTIONS = {
     "guide/remat-and-accumulation",
     "guide/compile-for-tpu",
     "guide/planner",
-    "guide/checkpoints",
-    "guide/checkpoint-matrix",
-    "guide/checkpoints-multiprocess",
-    "patterns/pipeline-schedules",
-    "patterns/grain-data",
 }
 
 PAGES = [page.doc for page in course.load_course().path if page.doc != "problems/index"]
