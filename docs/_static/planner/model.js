@@ -43,13 +43,16 @@
     return typeof value === "number" && !Number.isFinite(value) ? String(value) : JSON.stringify(value);
   }
 
-  function fail(message) {
-    throw new Error(message);
+  // A refusal names the setting to change (`field`), so that a form can mark that field.
+  function fail(message, field) {
+    const error = new Error(message);
+    error.field = field;
+    throw error;
   }
 
-  function divides(what, size, by, byName, fix) {
+  function divides(what, size, by, byName, fix, field) {
     if (size % by !== 0) {
-      fail(`${what} (${size}) is not divisible by ${byName} (${by}); ${fix}`);
+      fail(`${what} (${size}) is not divisible by ${byName} (${by}); ${fix}`, field);
     }
   }
 
@@ -61,31 +64,31 @@
     for (const [key, label] of Object.entries(INTEGER_FIELDS)) {
       const value = c[key];
       if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1 || value > LARGEST) {
-        fail(`${label} must be a whole number from 1 to ${LARGEST.toLocaleString("en-US")}, got ${describe(value)}`);
+        fail(`${label} must be a whole number from 1 to ${LARGEST.toLocaleString("en-US")}, got ${describe(value)}`, key);
       }
     }
     for (const key of ["param_dtype", "grad_dtype", "opt_dtype", "act_dtype"]) {
-      if (!(c[key] in DTYPE_BYTES)) fail(`${key} must be float32 or bfloat16, got ${JSON.stringify(c[key])}`);
+      if (!(c[key] in DTYPE_BYTES)) fail(`${key} must be float32 or bfloat16, got ${JSON.stringify(c[key])}`, key);
     }
-    if (!REMAT.includes(c.remat)) fail(`remat must be one of ${REMAT.join(", ")}, got ${JSON.stringify(c.remat)}`);
-    if (!SCHEDULES.includes(c.schedule)) fail(`schedule must be gpipe or 1f1b, got ${JSON.stringify(c.schedule)}`);
-    if (![0, 1, 3].includes(c.zero)) fail(`ZeRO stage must be 0, 1 or 3, got ${JSON.stringify(c.zero)}`);
-    if (typeof c.sequence_parallel !== "boolean") fail("sequence parallel must be true or false");
-    if (!(c.chip in CHIPS)) fail(`chip must be one of ${Object.keys(CHIPS).join(", ")}, got ${JSON.stringify(c.chip)}`);
-    divides("width", c.width, c.heads, "the heads", "choose a head count that divides the width");
-    divides("heads", c.heads, c.tensor, "the tensor axis", "choose a tensor axis that divides the heads");
-    divides("MLP width", c.mlp, c.tensor, "the tensor axis", "choose a tensor axis that divides the MLP width");
-    divides("vocabulary", c.vocab, c.tensor, "the tensor axis", "pad the vocabulary to a multiple of the tensor axis");
+    if (!REMAT.includes(c.remat)) fail(`remat must be one of ${REMAT.join(", ")}, got ${JSON.stringify(c.remat)}`, "remat");
+    if (!SCHEDULES.includes(c.schedule)) fail(`schedule must be gpipe or 1f1b, got ${JSON.stringify(c.schedule)}`, "schedule");
+    if (![0, 1, 3].includes(c.zero)) fail(`ZeRO stage must be 0, 1 or 3, got ${JSON.stringify(c.zero)}`, "zero");
+    if (typeof c.sequence_parallel !== "boolean") fail("sequence parallel must be true or false", "sequence_parallel");
+    if (!(c.chip in CHIPS)) fail(`chip must be one of ${Object.keys(CHIPS).join(", ")}, got ${JSON.stringify(c.chip)}`, "chip");
+    divides("width", c.width, c.heads, "the heads", "choose a head count that divides the width", "heads");
+    divides("heads", c.heads, c.tensor, "the tensor axis", "choose a tensor axis that divides the heads", "tensor");
+    divides("MLP width", c.mlp, c.tensor, "the tensor axis", "choose a tensor axis that divides the MLP width", "tensor");
+    divides("vocabulary", c.vocab, c.tensor, "the tensor axis", "pad the vocabulary to a multiple of the tensor axis", "vocab");
     if (c.sequence_parallel) {
-      if (c.tensor === 1) fail("sequence parallel splits activations over the tensor axis, which has size 1; give the tensor axis 2 or more devices, or turn sequence parallel off");
-      divides("sequence length", c.seq, c.tensor, "the tensor axis", "choose a sequence length that the tensor axis divides, or turn sequence parallel off");
+      if (c.tensor === 1) fail("sequence parallel splits activations over the tensor axis, which has size 1; give the tensor axis 2 or more devices, or turn sequence parallel off", "sequence_parallel");
+      divides("sequence length", c.seq, c.tensor, "the tensor axis", "choose a sequence length that the tensor axis divides, or turn sequence parallel off", "seq");
     }
-    divides("layers", c.layers, c.pipe, "the pipeline stages", "choose a stage count that divides the layers");
+    divides("layers", c.layers, c.pipe, "the pipeline stages", "choose a stage count that divides the layers", "pipe");
     divides("global batch", c.batch, c.data * c.microbatches, "data axis × microbatches",
-      `choose a batch that is a multiple of ${c.data * c.microbatches}, or fewer microbatches`);
-    if (c.zero > 0 && c.data === 1) fail(`ZeRO stage ${c.zero} shards over the data axis, which has size 1; give the data axis 2 or more devices, or choose stage 0`);
+      `choose a batch that is a multiple of ${c.data * c.microbatches}, or fewer microbatches`, "batch");
+    if (c.zero > 0 && c.data === 1) fail(`ZeRO stage ${c.zero} shards over the data axis, which has size 1; give the data axis 2 or more devices, or choose stage 0`, "zero");
     if (c.zero > 0) {
-      divides("width", c.width, c.data, "the data axis", `ZeRO stage ${c.zero} splits each weight's width over the data axis: choose a data axis that divides ${c.width}`);
+      divides("width", c.width, c.data, "the data axis", `ZeRO stage ${c.zero} splits each weight's width over the data axis: choose a data axis that divides ${c.width}`, "data");
     }
     return c;
   }

@@ -52,6 +52,8 @@
 
   const form = el("form", { class: "planner-form", "aria-label": "Training configuration" });
   const inputs = {};
+  const labels = {};
+  const problems = {};
   for (const [legend, fields] of FIELDS) {
     const set = el("fieldset", {}, el("legend", { text: legend }));
     for (const [key, label, kind] of fields) {
@@ -69,22 +71,45 @@
         input = el("input", { id, name: key, type: "number", min: "1", step: "1", inputmode: "numeric" });
       }
       inputs[key] = input;
+      labels[key] = label;
+      // Where a refusal of this field's value is shown, beside the field.
+      const problem = el("p", { class: "planner-field-error", id: `${id}-error`, hidden: "" });
+      problems[key] = problem;
       set.append(el("div", { class: `planner-field planner-${kind === "checkbox" ? "check" : "value"}` },
-        el("label", { for: id, text: label }), input));
+        el("label", { for: id, text: label }), input, problem));
     }
     form.append(set);
   }
 
+  // The verdict stays in view while the form is edited: beside it on a wide screen, pinned to
+  // the bottom of the screen on a narrow one (the stylesheet's .planner-verdict).
   const status = el("p", { class: "planner-status", role: "status", "aria-live": "polite" });
+  const devices = el("p", { class: "planner-devices" });
+  const band = el("p", { class: "planner-band" });
+  const verdict = el("aside", { class: "planner-verdict", "aria-label": "Verdict" }, status, devices, band);
   const results = el("div", { class: "planner-results" });
-  mount.replaceChildren(form, status, results);
+  mount.replaceChildren(el("div", { class: "planner-layout" }, form, verdict), results);
+
+  class FieldError extends Error {
+    constructor(message, field) {
+      super(message);
+      this.field = field;
+    }
+  }
 
   function readForm() {
     const config = {};
     for (const [key, input] of Object.entries(inputs)) {
       if (input.type === "checkbox") config[key] = input.checked;
-      else if (input.value === "") config[key] = null;
-      else if (input.type === "number" || key === "zero") config[key] = Number(input.value);
+      else if (input.type === "number") {
+        // The browser reads "1e3" as 1000 and an unfinished "1e" as empty: only digits count.
+        const text = input.value.trim();
+        if (!/^[0-9]+$/.test(text)) {
+          const what = text === "" && input.validity.valid ? "is empty" : "is not a whole number in digits";
+          throw new FieldError(`${labels[key]} ${what}: enter a whole number of 1 or more`, key);
+        }
+        config[key] = Number(text);
+      } else if (key === "zero") config[key] = Number(input.value);
       else config[key] = input.value;
     }
     return config;
@@ -121,11 +146,47 @@
   const gb = (bytes) => figure(bytes / GB);
   const seconds = (value) => (value < 1 ? `${figure(value * 1e3)} ms` : `${figure(value)} s`);
 
+  // What each symbol of the formulas stands for, listed under each formula that uses it.
+  const SYMBOLS = [
+    ["L", "layers"], ["h", "width (d_model)"], ["f", "MLP width"], ["n", "attention heads"],
+    ["V", "vocabulary"], ["s", "sequence length"], ["B", "global batch, in sequences"],
+    ["b", "sequences per device per microbatch, B / (d · m)"], ["m", "microbatches"],
+    ["d", "data axis"], ["t", "tensor axis"], ["p", "pipeline stages"],
+    ["sp", "the tensor axis with sequence parallel, else 1"],
+    ["z_p", "the data axis under ZeRO 3, else 1"], ["z_o", "the data axis under ZeRO 1 or 3, else 1"],
+    ["N", "parameters of the layers and the output projection, not the embedding"],
+    ["bytes(x)", "bytes per element of the dtype chosen for x"],
+  ];
+
+  const NAMED = new Set(["sp", "z_p", "z_o"]);
+  const LETTERS = new Set(SYMBOLS.map(([symbol]) => symbol).filter((symbol) => symbol.length === 1));
+
+  // The symbols a formula uses: a name such as z_p, or a product of one-letter symbols written
+  // together (2Vh, 4h²), never a letter inside a word (bf16, axis's, moments).
+  function symbolsIn(text) {
+    const found = new Set();
+    if (text.includes("bytes(")) found.add("bytes(x)");
+    const bare = text.replace(/bytes\([a-z]+\)|bf16|'s\b/g, " ");
+    for (const word of bare.match(/[A-Za-z_]+/g) ?? []) {
+      if (NAMED.has(word)) found.add(word);
+      else if (word.length <= 2 && [...word].every((letter) => LETTERS.has(letter))) {
+        for (const letter of word) found.add(letter);
+      }
+    }
+    return SYMBOLS.filter(([symbol]) => found.has(symbol));
+  }
+
   function formula(part, name) {
+    const used = symbolsIn(part.formula);
+    const where = used.length
+      ? [el("dl", { class: "planner-symbols" },
+          ...used.flatMap(([symbol, meaning]) => [el("dt", { text: symbol }), el("dd", { text: meaning })]))]
+      : [];
     return el("details", { class: "planner-formula" },
       el("summary", { text: "formula", "aria-label": `Formula: ${name}` }),
       el("code", { text: part.formula }),
-      el("span", { text: ` = ${part.numbers}` }));
+      el("span", { text: ` = ${part.numbers}` }),
+      ...where);
   }
 
   function table(caption, head, rows, name) {
@@ -143,7 +204,7 @@
     activations: "Activations kept for the backward pass", working: "Working memory", batch: "Batch",
   };
 
-  function render(answer) {
+  function render(answer, words) {
     const { chip, memory } = answer;
     const memoryRows = Object.entries(memory).map(([key, part]) => {
       const share = Math.min(100, (100 * part.value) / chip.hbm);
@@ -158,7 +219,7 @@
     memoryRows.push(el("tr", { "data-bucket": "total", "data-bytes": String(answer.memoryTotal) },
       el("th", { scope: "row", text: "Total" }),
       el("td", { class: "planner-number", text: gb(answer.memoryTotal) }),
-      el("td", { text: `of ${gb(chip.hbm)} GB HBM: ${answer.fits ? "fits" : "does not fit"}` })));
+      el("td", { text: `of ${gb(chip.hbm)} GB HBM: ${words}` })));
 
     const commRows = answer.comms.map((comm) =>
       el("tr", { "data-axis": comm.axis, "data-op": comm.op, "data-bytes": String(comm.value) },
@@ -183,7 +244,7 @@
       `${(answer.parameters / 1e9).toFixed(2)} billion parameters on ${answer.devices} ${chip.name} ` +
       `(${answer.config.pipe} × ${answer.config.data} × ${answer.config.tensor}, pipe × data × tensor): ` +
       `${gb(answer.memoryTotal)} GB per device of ${gb(chip.hbm)} GB, ` +
-      `${answer.fits ? "fits" : "does not fit"}. A step takes at least ${seconds(answer.stepSeconds.overlapped)} ` +
+      `${words}. A step takes at least ${seconds(answer.stepSeconds.overlapped)} ` +
       `at the chip's peak rates (${seconds(answer.stepSeconds.serial)} if no communication overlaps compute).`;
     summary.dataset.fits = String(answer.fits);
     results.replaceChildren(
@@ -193,21 +254,84 @@
       table("Step time: each bound alone", ["Bound", "Time", "Formula"], timeRows, "time"));
   }
 
-  function update(config = readForm()) {
+  // The build's check of the formulas against two compilers (the table below the planner):
+  // for each configuration it compiled, the compilers' temporaries over the planner's.
+  const checked = (() => {
+    const data = document.getElementById("planner-grid-data");
+    return data ? Object.values(JSON.parse(data.textContent)).filter((row) => row.ratios) : [];
+  })();
+
+  // Configurations like this one: the same ZeRO stage, and the same axes in use.
+  const kind = (c) => `${c.zero}|${c.data > 1}|${c.tensor > 1}|${c.pipe > 1}`;
+
+  function measuredBand(answer) {
+    const like = checked.filter((row) => kind(row.config) === kind(answer.config));
+    const rows = like.length ? like : checked;
+    if (!rows.length) return null;
+    const ratios = rows.flatMap((row) => [row.ratios.cpu, row.ratios.tpu]);
+    return { low: Math.min(...ratios), high: Math.max(...ratios), count: rows.length, like: like.length > 0 };
+  }
+
+  function markField(key, message) {
+    for (const [name, input] of Object.entries(inputs)) {
+      const problem = problems[name];
+      if (name === key) {
+        input.setAttribute("aria-invalid", "true");
+        input.setAttribute("aria-describedby", problem.id);
+        problem.textContent = message;
+        problem.hidden = false;
+      } else {
+        input.removeAttribute("aria-invalid");
+        input.removeAttribute("aria-describedby");
+        problem.textContent = "";
+        problem.hidden = true;
+      }
+    }
+  }
+
+  function showDevices(config) {
+    const axes = ["pipe", "data", "tensor"].map((key) => Number(config[key]));
+    devices.textContent = axes.every((n) => Number.isSafeInteger(n) && n > 0)
+      ? `${axes[0] * axes[1] * axes[2]} devices: pipe ${axes[0]} × data ${axes[1]} × tensor ${axes[2]}`
+      : "";
+    devices.dataset.devices = devices.textContent ? String(axes[0] * axes[1] * axes[2]) : "";
+  }
+
+  function update(config) {
     let answer;
     try {
-      answer = planner.plan(config);
+      answer = planner.plan(config ?? readForm());
     } catch (error) {
       status.textContent = error.message;
       status.dataset.error = "true";
+      delete status.dataset.verdict;
+      band.textContent = "";
+      markField(error.field, error.message);
       results.classList.add("planner-stale");
       return;
     }
-    status.textContent = `${gb(answer.memoryTotal)} GB per device: ${answer.fits ? "fits" : "does not fit"}.`;
+    markField(null, "");
+    const { chip, memory } = answer;
+    const stored = memory.parameters.value + memory.optimizer.value + memory.batch.value;
+    const transient = answer.memoryTotal - stored;
+    const share = (100 * answer.memoryTotal) / chip.hbm;
+    const measured = measuredBand(answer);
+    const atHigh = measured ? stored + transient * measured.high : answer.memoryTotal;
+    const level = !answer.fits ? "does-not-fit" : atHigh > chip.hbm ? "tight" : "fits";
+    const words = { "does-not-fit": "does not fit", tight: "a close call", fits: "fits with room" }[level];
+    status.textContent = `${gb(answer.memoryTotal)} GB per device of ${gb(chip.hbm)} GB (${figure(share)}%): ${words}.`;
+    status.dataset.verdict = level;
     delete status.dataset.error;
+    band.textContent = measured
+      ? `For ${measured.count} ${measured.like ? "configurations like this one" : "configurations"} the build compiled, ` +
+        `the compilers planned ${figure(measured.low)} to ${figure(measured.high)} times the temporaries estimated here ` +
+        `(gradients, activations, working memory): ${gb(stored + transient * measured.low)} to ${gb(atHigh)} GB per device.`
+      : "";
+    showDevices(answer.config);
+    inputs.schedule.disabled = answer.config.pipe === 1;
     results.classList.remove("planner-stale");
     toFragment(answer.config);
-    render(answer);
+    render(answer, words);
   }
 
   // The form shows the address's settings; plan() judges them as written, so a bad value in a
@@ -218,9 +342,15 @@
     update(config);
   }
 
-  form.addEventListener("input", () => update());
   form.addEventListener("change", () => update());
-  form.addEventListener("submit", (event) => event.preventDefault());
+  form.addEventListener("input", () => showDevices({
+    pipe: inputs.pipe.value, data: inputs.data.value, tensor: inputs.tensor.value,
+  }));
+  // Enter in a field submits the form: take it as committing the value.
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    update();
+  });
   // A link to a configuration (the table below the planner has one per row) opens it here.
   window.addEventListener("hashchange", () => {
     load();
