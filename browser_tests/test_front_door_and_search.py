@@ -121,6 +121,17 @@ def test_a_section_that_moved_is_found_at_its_old_address(context, site_url, old
     tab.close()
 
 
+@pytest.mark.parametrize("page", _course_table()["reference"])
+def test_a_long_reference_page_opens_with_a_contents_list(page):
+    page_html = (SITE / f"{page}.html").read_text(encoding="utf-8")
+    article = page_html.split('id="furo-main-content"', 1)[1]
+    if _reading_minutes(page_html)[0] <= 5:  # short enough to read whole
+        return
+    contents = article.find('class="contents')
+    first_section = article.find("<section", article.find("<section") + 1)
+    assert 0 <= contents < first_section, page
+
+
 def _search(context, site_url, term):
     tab = context.new_page()
     tab.goto(f"{site_url}search.html?q={term}")
