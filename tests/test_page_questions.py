@@ -23,14 +23,6 @@ import course  # noqa: E402
 pytestmark = pytest.mark.once
 
 HEADING = "## Check your understanding"
-# Pages still waiting for their questions; each must gain them, and then leave this list.
-AWAITING_QUESTIONS = {
-    "guide/memory",
-    "guide/remat-and-accumulation",
-    "guide/compile-for-tpu",
-    "guide/planner",
-}
-
 PAGES = [page.doc for page in course.load_course().path if page.doc != "problems/index"]
 _SECTION = re.compile(r"^## .*$", re.M)
 _ANSWER = re.compile(r"^\s*:::\{dropdown\} Answer\s*$", re.M)
@@ -55,18 +47,11 @@ def questions(text: str) -> tuple[int, int, list[str]]:
 @pytest.mark.parametrize("page", PAGES)
 def test_a_page_on_the_path_ends_with_questions_whose_answers_are_asserted(page):
     asked, answered, checks = questions((DOCS / f"{page}.md").read_text(encoding="utf-8"))
-    if page in AWAITING_QUESTIONS:
-        assert asked == 0, f"{page} has its questions now: remove it from AWAITING_QUESTIONS"
-        return
     assert 2 <= asked <= 4, f"{page}: its last section must be {HEADING!r} with 2 to 4 questions"
     assert answered == asked, (
         f"{page}: each question needs one folded answer (:::{{dropdown}} Answer)"
     )
     assert any("assert" in code for code in checks), f"{page}: no hidden cell asserts the answers"
-
-
-def test_the_awaiting_list_names_only_pages_on_the_path():
-    assert set(PAGES) >= AWAITING_QUESTIONS
 
 
 def test_the_question_finder_reads_a_page_as_the_test_expects():
