@@ -131,7 +131,7 @@ def test_the_verdict_states_its_margin_and_what_the_compilers_measured(context, 
         max(ratios), rel=0.01
     )
     # The defaults do not fit; a small model fits with room.
-    tab.goto(f"{site_url}{PAGE}#layers=4&width=1024&heads=8&mlp=4096")
+    tab.goto(f"{site_url}{PAGE}#layers=4&width=1024&heads=8&mlp=4096&seq=1024")
     tab.wait_for_function("document.querySelector('.planner-status').dataset.verdict === 'fits'")
     assert "fits with room" in status.text_content()
 

@@ -323,9 +323,9 @@
     status.dataset.verdict = level;
     delete status.dataset.error;
     band.textContent = measured
-      ? `For ${measured.count} ${measured.like ? "configurations like this one" : "configurations"} the build compiled, ` +
-        `the compilers planned ${figure(measured.low)} to ${figure(measured.high)} times the temporaries estimated here ` +
-        `(gradients, activations, working memory): ${gb(stored + transient * measured.low)} to ${gb(atHigh)} GB per device.`
+      ? `Compilers planned ${figure(measured.low)} to ${figure(measured.high)} times these temporaries ` +
+        `for ${measured.count} ${measured.like ? "like configurations" : "configurations"} checked: ` +
+        `${gb(stored + transient * measured.low)} to ${gb(atHigh)} GB.`
       : "";
     showDevices(answer.config);
     inputs.schedule.disabled = answer.config.pipe === 1;
