@@ -23,10 +23,9 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from docutils import nodes
-from docutils.parsers.rst import directives
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
@@ -331,14 +330,11 @@ class CoursePath(SphinxDirective):
 class CourseToctrees(SphinxDirective):
     """The sidebar: one hidden toctree per step, then the reference pages."""
 
-    option_spec: ClassVar[dict[str, Any]] = {"reference-caption": directives.unchanged}
-
     def run(self) -> list[nodes.Node]:
         course = _COURSE[0]
         groups = [(f"{s.number}. {s.title}", [p.doc for p in s.pages]) for s in course.steps]
         if course.reference:
-            caption = self.options.get("reference-caption", "Reference")
-            groups.append((caption, list(course.reference)))
+            groups.append(("Reference", list(course.reference)))
         wrappers = []
         for caption, docs in groups:
             toctree = addnodes.toctree()
