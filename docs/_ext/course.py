@@ -202,9 +202,14 @@ def reading_minutes(
         if isinstance(node, nodes.Text):
             words += len(_WORD.findall(node.astext()))
             return
-        hide = node.get("hide_mode") if isinstance(node, nodes.Element) else None
+        # A cell whose input is folded (hide-input, hide-cell) shows its code in a closed block.
+        folded = isinstance(node, nodes.Element) and node.get("hide_mode") in (
+            "all",
+            "input",
+            "input+output",
+        )
         for child in node.children:
-            if hide and "cell_input" in getattr(child, "get", lambda *_: [])("classes", []):
+            if folded and isinstance(child, nodes.Element) and "cell_input" in child["classes"]:
                 continue
             visit(child)
 
@@ -255,7 +260,7 @@ _COURSE: list[Course] = []
 _MINUTES: dict[str, float] = {}
 
 
-def _course(app: Sphinx) -> Course:
+def _course() -> Course:
     return _COURSE[0]
 
 
@@ -266,7 +271,7 @@ def _load(app: Sphinx, config: Config) -> None:
 
 
 def _add_opening_and_closing_lines(app: Sphinx, doctree: nodes.document) -> None:
-    course, env = _course(app), app.env
+    course, env = _course(), app.env
     page = course.pages.get(env.docname)
     if page is None:
         return
@@ -331,7 +336,7 @@ class CourseToctrees(SphinxDirective):
     """The sidebar: one hidden toctree per step, then the reference pages."""
 
     def run(self) -> list[nodes.Node]:
-        course = _COURSE[0]
+        course = _course()
         groups = [(f"{s.number}. {s.title}", [p.doc for p in s.pages]) for s in course.steps]
         if course.reference:
             groups.append(("Reference", list(course.reference)))
@@ -357,7 +362,7 @@ class CourseToctrees(SphinxDirective):
 
 def _measure_and_check(app: Sphinx, env: BuildEnvironment) -> list[str]:
     """Measure every placed page once all are read; fail on those over their limit."""
-    course = _course(app)
+    course = _course()
     measured = {}
     std = env.get_domain("std")
 
@@ -411,7 +416,7 @@ def _measure_and_check(app: Sphinx, env: BuildEnvironment) -> list[str]:
 
 
 def _fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    course = _course(app)
+    course = _course()
     measured = _MINUTES
     for node in list(doctree.findall(course_minutes)):
         total = sum(measured.get(doc, 0.0) for doc in node["docs"])
