@@ -26,17 +26,31 @@ FIGURES = """
   const column = document.querySelector('article[role=main]').getBoundingClientRect();
   const ids = [...document.querySelectorAll('[id]')].map(e => e.id);
   const page = getComputedStyle(document.body).backgroundColor;
+  const themed = e => e.getAttribute('style').includes('var(--color-');
+  // A box's colour: its fill, or its stroke where it is hatched (filled with a pattern).
+  const colour = path => {
+    const style = getComputedStyle(path);
+    return style.fill.startsWith('rgb') ? style.fill : style.stroke;
+  };
   return {
     page,
     repeated: ids.filter((id, i) => ids.indexOf(id) !== i),
     figures: [...document.querySelectorAll('figure.spmd-figure')].map(figure => {
       const svg = figure.querySelector('svg');
       const box = svg.getBoundingClientRect();
-      const painted = [...svg.querySelectorAll('[style]')];
-      const fills = (themed) => painted
-        .filter(e => e.getAttribute('style').includes('var(--color-foreground') === themed)
-        .map(e => getComputedStyle(e).fill)
+      const painted = [...svg.querySelectorAll('[style]')].filter(e => !e.closest('pattern'));
+      const inLabel = e => e.closest('g[id*="-label-"]');
+      // Themed ink by its fill; a device's colour by its fill, or its stroke where hatched.
+      const fills = (wanted) => painted
+        .filter(e => !inLabel(e) && themed(e) === wanted)
+        .map(e => wanted ? getComputedStyle(e).fill : colour(e))
         .filter(fill => fill && fill.startsWith('rgb'));
+      const keys = new Set([...svg.querySelectorAll('g[id*="-key-"] > path')].map(colour));
+      // Text: every glyph run is scaled from glyphs 100 units to the em.
+      const sizes = [...svg.querySelectorAll('g[transform*="scale("]')].map(g => {
+        const m = g.getScreenCTM();
+        return 100 * Math.hypot(m.a, m.b);
+      });
       return {
         id: figure.id,
         label: svg.getAttribute('aria-label') || '',
@@ -46,6 +60,20 @@ FIGURES = """
         inside: box.left >= column.left - 1 && box.right <= column.right + 1,
         text: fills(true),
         shapes: fills(false),
+        smallestText: Math.min(...sizes),
+        // Labels drawn on a box: their ink and the box's colour.
+        labels: [...svg.querySelectorAll('g[id*="-label-"][id*="-on-"]')]
+          .filter(g => !/-on-(page|themed)$/.test(g.id))
+          .map(g => [
+            getComputedStyle(g.querySelector('g[transform]')).fill, '#' + g.id.split('-on-')[1],
+          ]),
+        // Coloured boxes that carry no label and whose colour no legend entry shows.
+        unexplained: [...svg.querySelectorAll('g[id*="-mark-"][id$="-plain"] > path')]
+          .map(colour).filter(c => !keys.has(c)),
+        // Coloured shapes outside any box, legend entry or label: a colour nothing explains.
+        stray: painted.filter(e => !themed(e) && !inLabel(e)
+          && !e.closest('g[id*="-mark-"], g[id*="-key-"]')
+          && getComputedStyle(e).fill.startsWith('rgb')).length,
         background: getComputedStyle(figure).backgroundColor,
       };
     }),
@@ -81,6 +109,39 @@ def test_every_figure_is_labelled_and_inside_the_column(context, site_url, width
     assert problems == []
 
 
+def test_every_figures_text_is_legible_at_a_phones_width(context, site_url):
+    """At 390 px, the narrowest column the site is read in, no figure's text is under 9 px."""
+    tab = context.new_page()
+    tab.set_viewport_size({"width": 390, "height": 900})
+    small = []
+    for page in PAGES:
+        tab.goto(site_url + page, wait_until="load")
+        small += [
+            (page, figure["id"], round(figure["smallestText"], 1))
+            for figure in tab.evaluate(FIGURES)["figures"]
+            if figure["smallestText"] < 9
+        ]
+    assert small == []
+
+
+def test_colour_is_never_all_that_tells_a_figures_marks_apart(context, site_url):
+    """Every coloured box carries a label, or a legend entry in its colour says what it is."""
+    tab = context.new_page()
+    problems = []
+    for page in PAGES:
+        tab.goto(site_url + page, wait_until="load")
+        for figure in tab.evaluate(FIGURES)["figures"]:
+            if figure["unexplained"]:
+                problems.append(
+                    (page, figure["id"], "unlabelled, no legend", figure["unexplained"][:3])
+                )
+            if figure["stray"]:
+                problems.append(
+                    (page, figure["id"], f"{figure['stray']} coloured shapes outside a box")
+                )
+    assert problems == []
+
+
 def test_every_page_of_the_guides_and_patterns_draws_a_figure(context, site_url):
     assert len(DRAWN) >= 16
     tab = context.new_page()
@@ -111,7 +172,17 @@ def _illegible(found, theme):
             for ink in figure["shapes"]
             if _contrast(ink, found["page"]) < 3
         ]
+        # A label on a box reads against the box, not the page.
+        problems += [
+            (theme, figure["id"], "label", ink, behind)
+            for ink, behind in figure["labels"]
+            if _contrast(ink, _hex_rgb(behind)) < 4.5
+        ]
     return problems
+
+
+def _hex_rgb(colour):
+    return "rgb({}, {}, {})".format(*(int(colour[k : k + 2], 16) for k in (1, 3, 5)))
 
 
 @pytest.mark.parametrize("theme", ("light", "dark"))

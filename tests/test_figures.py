@@ -38,8 +38,38 @@ def test_a_sum_comes_from_every_device_and_a_shift_from_the_one_before(ring):
     pairs = [(d, (d + 1) % n) for d in range(n)]
     shifted = figures.movement(_each(ring, lambda b: jax.lax.ppermute(b, "x", pairs)), _rows(ring))
     assert shifted.after == [[frozenset({(d - 1) % n})] * 2 for d in range(n)]
-    assert "every device holds 2 values summed over all" in figures.describe("psum", summed)
-    assert f"device 0 holds 2 values from device {n - 1}" in figures.describe("ring", shifted)
+    assert "every device holds Σa, Σb." in figures.describe("psum", summed)
+    assert f"device 0 holds {n - 1}a, {n - 1}b;" in figures.describe("ring", shifted)
+
+
+def test_all_to_all_is_drawn_as_the_transpose_it_is(ring):
+    n = ring.shape["x"]
+    swap = lambda a: jax.shard_map(  # noqa: E731
+        lambda rows: jax.lax.all_to_all(rows, "x", split_axis=1, concat_axis=0, tiled=True),
+        mesh=ring,
+        in_specs=P("x"),
+        out_specs=P(None, "x"),
+    )(a)
+    swapped = figures.movement(swap, _rows(ring, per_device=n))
+    # Device d ends with value d of every device, not the same values everywhere.
+    assert swapped.origins == [[frozenset({(k, d)}) for k in range(n)] for d in range(n)]
+    assert [figures.value_name(v) for v in swapped.origins[1]] == [f"{k}b" for k in range(n)]
+    gathered = figures.movement(
+        _each(ring, lambda b: jax.lax.all_gather(b, "x", tiled=True)[None]), _rows(ring)
+    )
+    assert len({tuple(row) for row in gathered.origins}) == 1
+
+
+def test_a_value_is_named_by_where_it_starts_or_as_a_sum():
+    assert figures.value_name(frozenset({(3, 1)})) == "3b"
+    assert figures.value_name(frozenset({(0, 2), (1, 2)})) == "Σc"
+    assert figures.value_name(frozenset({(0, 0), (1, 1)})) == "Σ"
+    assert figures.value_name(frozenset()) == "0"
+
+
+def test_every_device_colour_carries_a_legible_label():
+    for colour in figures.DEVICE_COLOURS:
+        assert figures.contrast(figures.label_ink(colour), colour) >= 4.5, colour
 
 
 def test_movement_refuses_a_value_not_split_over_a_mesh(ring):
@@ -56,7 +86,7 @@ def test_a_figure_is_inline_svg_labelled_themed_and_with_ids_of_its_own(ring):
     second, _ = figures.collective("second", "psum", psum, _rows(ring))
     html = first._repr_html_()
     assert html.startswith('<figure class="spmd-figure" id="figure-first"><svg ')
-    assert f'aria-label="{first.alt}"' in html and first.alt.startswith("psum: before")
+    assert f'aria-label="{first.alt}"' in html and first.alt.startswith("psum, each value")
     assert "<?xml" not in html and "<metadata" not in html and "Date" not in html
     assert figures.INK not in html and "var(--color-foreground-primary)" in html
     ids = re.findall(r'\bid="([^"]+)"', html + second._repr_html_())
@@ -81,8 +111,11 @@ def _fills(svg):
     return set(re.findall(r"fill: (#[0-9a-f]{6}|var\([^)]*\))", svg))
 
 
-def test_a_grid_paints_each_mark_and_names_each_row():
-    rows = [[figures.Mark(0), None, figures.Mark(1, hatched=True)], [None, figures.Mark(2), None]]
+def test_a_grid_paints_and_labels_each_mark_and_names_each_row():
+    rows = [
+        [figures.Mark(0, label="0"), None, figures.Mark(1, hatched=True, label="1")],
+        [None, figures.Mark(2, label="2"), figures.NOTHING],
+    ]
     drawn = figures.grid(
         "schedule", "a schedule", rows, row_labels=["stage 0", "stage 1"], column_title="tick"
     )
@@ -90,8 +123,46 @@ def test_a_grid_paints_each_mark_and_names_each_row():
     assert {figures.DEVICE_COLOURS[0], figures.DEVICE_COLOURS[2]} <= fills
     # The hatched mark is drawn as a pattern in its colour, not as a fill.
     assert "<pattern" in drawn.svg and figures.DEVICE_COLOURS[1] in drawn.svg
+    # Each box carries its label, in an ink that reads on its colour (or on the page's colour).
+    assert len(re.findall(r'id="schedule-mark-\d+-labelled"', drawn.svg)) == 3
+    on = re.findall(r'id="schedule-label-\d+-on-(\w+)"', drawn.svg)
+    assert sorted(on) == sorted(
+        [figures.DEVICE_COLOURS[0][1:], "page", figures.DEVICE_COLOURS[2][1:]]
+    )
     with pytest.raises(ValueError, match="name every row"):
         figures.grid("schedule", "a schedule", rows, row_labels=["stage 0"], column_title="tick")
+
+
+def test_a_grid_box_needs_a_label_or_a_legend_entry():
+    rows = [[figures.Mark(0), figures.Mark(1)]]
+    with pytest.raises(ValueError, match="no label that fits and no legend entry"):
+        figures.grid("colours", "colours alone", rows, row_labels=["a"], column_title="step")
+    legend = [(figures.Mark(0), "first"), (figures.Mark(1), "second")]
+    drawn = figures.grid(
+        "colours", "keyed", rows, row_labels=["a"], column_title="step", legend=legend
+    )
+    assert len(re.findall(r'id="colours-key-\d+"', drawn.svg)) == 2
+
+
+def test_a_long_schedule_wraps_into_bands_of_legible_boxes():
+    rows = [[figures.Mark(t % 8, label=str(t % 8)) for t in range(48)]] * 2
+    drawn = figures.grid(
+        "long", "long", rows, row_labels=["stage 0", "stage 1"], column_title="tick"
+    )
+    # Every one of the 96 boxes keeps its number, in bands that say which columns they show.
+    assert len(re.findall(r'id="long-mark-\d+-labelled"', drawn.svg)) == 96
+    assert "(1\u201324)" in drawn.alt or "<!-- tick (1\u201324) -->" in drawn.svg
+
+
+def test_a_figure_wider_than_a_phone_column_is_refused():
+    with pytest.raises(ValueError, match="wider than a phone's column"):
+        figures.grid(
+            "wide",
+            "wide",
+            [[figures.Mark(0, label="0")]],
+            row_labels=["a"],
+            column_title="a title far too long to fit beside the row labels of a phone's column",
+        )
 
 
 def test_bars_refuse_parts_they_cannot_paint_and_nothing_to_draw():
@@ -106,6 +177,17 @@ def test_bars_refuse_parts_they_cannot_paint_and_nothing_to_draw():
         figures.bars("memory", "bytes", {"a": {"kept": -1.0}}, unit="MB", parts=parts)
     with pytest.raises(ValueError, match="nothing to draw"):
         figures.bars("memory", "bytes", {"a": {"kept": 0.0}}, unit="MB", parts=parts)
+
+
+def test_a_refused_bar_reaches_past_the_limit_and_says_refused():
+    parts = {"temporaries": figures.Mark(1, hatched=True)}
+    values = {"fits": {"temporaries": 8.0}, "no remat": {"temporaries": 4.0}}
+    drawn = figures.bars(
+        "fit", "two", values, unit="GiB", parts=parts, limit=("16", 16.0), refused=["no remat"]
+    )
+    assert drawn.svg.count("<!-- refused -->") == 1 and "stroke-dasharray" in drawn.svg
+    with pytest.raises(ValueError, match=r"refused= names bars \['other'\]"):
+        figures.bars("fit", "two", values, unit="GiB", parts=parts, refused=["other"])
 
 
 def test_a_timeline_refuses_unknown_kinds_and_backward_intervals():
@@ -149,6 +231,9 @@ def test_a_mesh_joins_neighbours_solid_within_a_group_and_dashed_across():
     )
     assert {figures.DEVICE_COLOURS[0], figures.DEVICE_COLOURS[1]} <= _fills(drawn.svg)
     assert "stroke-dasharray" in drawn.svg
+    # Each device is numbered in its box, and a legend says what its colour means.
+    assert len(re.findall(r'id="hybrid-mark-\d+-labelled"', drawn.svg)) == 4
+    assert "<!-- group 1 -->" in drawn.svg
     with pytest.raises(ValueError, match=r"devices \[3\] have no group"):
         figures.mesh(
             "hybrid",
