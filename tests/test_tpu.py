@@ -124,7 +124,7 @@ def test_arrays_without_a_named_sharding_are_refused(cpu_devices):
 
 
 def test_published_figures_are_looked_up_by_chip():
-    assert tpu.chip("v5e:16x16").hbm_bytes == 16e9
+    assert tpu.chip("v5e:16x16").bf16_flops_per_second == 1.97e14
     with pytest.raises(ValueError, match=r"v5e, v5p, v6e"):
         tpu.chip("v4:2x2x1")
 

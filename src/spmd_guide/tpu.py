@@ -28,15 +28,14 @@ class TpuCompilerUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Chip:
-    """One TPU chip's published figures, for estimates; the compiler knows its own limits.
+    """One TPU chip's published rates, for estimates; the compiler knows its own memory limit
+    (what a program may use is in the planner's model, docs/_static/planner/model.js).
 
     From How to Scale Your Model, part 2 ("How to Think About TPUs", jax-ml/scaling-book
     ``tpus.md``), the table under "Key Takeaways".
     """
 
     name: str
-    hbm_bytes: float
-    """High-bandwidth memory per chip, in bytes."""
     hbm_bytes_per_second: float
     bf16_flops_per_second: float
     ici_bytes_per_second: float
@@ -44,9 +43,9 @@ class Chip:
 
 
 CHIPS = {
-    "v5e": Chip("TPU v5e", 16e9, 8.1e11, 1.97e14, 5e10),
-    "v5p": Chip("TPU v5p", 96e9, 2.8e12, 4.59e14, 1e11),
-    "v6e": Chip("TPU v6e", 32e9, 1.6e12, 9.20e14, 1e11),
+    "v5e": Chip("TPU v5e", 8.1e11, 1.97e14, 5e10),
+    "v5p": Chip("TPU v5p", 2.8e12, 4.59e14, 1e11),
+    "v6e": Chip("TPU v6e", 1.6e12, 9.20e14, 1e11),
 }
 """Published figures by the prefix of a topology name (``"v5e:2x4"`` is a TPU v5e slice)."""
 

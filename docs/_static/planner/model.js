@@ -7,14 +7,21 @@
 (function (root) {
   "use strict";
 
-  // Published figures. TPUs: How to Scale Your Model (jax-ml/scaling-book), "How to Think
-  // About TPUs". GPUs: NVIDIA's H100 and H200 SXM datasheets (dense bf16, NVLink 4 at 900 GB/s
-  // both ways, one 400 Gb/s InfiniBand NIC per GPU beyond the 8 GPUs of a node).
+  // Rates are published figures. TPUs: How to Scale Your Model (jax-ml/scaling-book), "How to
+  // Think About TPUs". GPUs: NVIDIA's H100 and H200 SXM datasheets (dense bf16, NVLink 4 at
+  // 900 GB/s both ways, one 400 Gb/s InfiniBand NIC per GPU beyond the 8 GPUs of a node).
+  //
+  // hbm is the memory a program may use, in bytes. TPUs: what the TPU compiler offers a program
+  // on one chip, as its refusals state it ("exceeds available HBM (15.75G)"); the planner page's
+  // build reads it again from libtpu. H100: the card's memory as JAX saw it on an H100 80GB HBM3
+  // (JAX 0.11.2, November 2026: bytes_limit 63.76 GB was 0.746 of it). H200: its datasheet's
+  // 141 GB, not measured.
+  const GiB = 2 ** 30;
   const CHIPS = {
-    v5e: { name: "TPU v5e", hbm: 16e9, hbmBandwidth: 8.1e11, flops: 1.97e14, link: 5e10, kind: "tpu" },
-    v5p: { name: "TPU v5p", hbm: 96e9, hbmBandwidth: 2.8e12, flops: 4.59e14, link: 1e11, kind: "tpu" },
-    v6e: { name: "TPU v6e", hbm: 32e9, hbmBandwidth: 1.6e12, flops: 9.2e14, link: 1e11, kind: "tpu" },
-    h100: { name: "H100 SXM", hbm: 80e9, hbmBandwidth: 3.35e12, flops: 9.89e14, link: 4.5e11, kind: "gpu", nodeGpus: 8, network: 5e10 },
+    v5e: { name: "TPU v5e", hbm: 15.75 * GiB, hbmBandwidth: 8.1e11, flops: 1.97e14, link: 5e10, kind: "tpu" },
+    v5p: { name: "TPU v5p", hbm: 95.73 * GiB, hbmBandwidth: 2.8e12, flops: 4.59e14, link: 1e11, kind: "tpu" },
+    v6e: { name: "TPU v6e", hbm: 31.24 * GiB, hbmBandwidth: 1.6e12, flops: 9.2e14, link: 1e11, kind: "tpu" },
+    h100: { name: "H100 SXM", hbm: 79.6 * GiB, hbmBandwidth: 3.35e12, flops: 9.89e14, link: 4.5e11, kind: "gpu", nodeGpus: 8, network: 5e10 },
     h200: { name: "H200 SXM", hbm: 141e9, hbmBandwidth: 4.8e12, flops: 9.89e14, link: 4.5e11, kind: "gpu", nodeGpus: 8, network: 5e10 },
   };
 

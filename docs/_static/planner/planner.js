@@ -39,7 +39,7 @@
     ]],
   ];
 
-  const GB = 1e9;
+  const GiB = 2 ** 30;
   const el = (tag, attrs = {}, ...children) => {
     const node = document.createElement(tag);
     for (const [key, value] of Object.entries(attrs)) {
@@ -143,7 +143,11 @@
 
   // Three significant figures, with thousands separated: 0.00123, 12.3, 1,234.
   const figure = (value) => Number(value.toPrecision(3)).toLocaleString("en-US", { maximumSignificantDigits: 3 });
-  const gb = (bytes) => figure(bytes / GB);
+  // Memory in GiB; traffic in GB, as the links' published rates are in GB/s.
+  const gib = (bytes) => figure(bytes / GiB);
+  const gb = (bytes) => figure(bytes / 1e9);
+  // A chip's usable memory as stated where it was read: 15.75, 79.6.
+  const capacity = (bytes) => Number((bytes / GiB).toFixed(2)).toLocaleString("en-US");
   const seconds = (value) => (value < 1 ? `${figure(value * 1e3)} ms` : `${figure(value)} s`);
 
   // What each symbol of the formulas stands for, listed under each formula that uses it.
@@ -210,7 +214,7 @@
       const share = Math.min(100, (100 * part.value) / chip.hbm);
       return el("tr", { "data-bucket": key, "data-bytes": String(part.value) },
         el("th", { scope: "row", text: MEMORY_NAMES[key] }),
-        el("td", { class: "planner-number", text: gb(part.value) }),
+        el("td", { class: "planner-number", text: gib(part.value) }),
         el("td", {},
           el("span", { class: "planner-bar", style: `width:${share.toFixed(1)}%` }),
           el("span", { class: "planner-share", text: `${figure((100 * part.value) / chip.hbm)}%` }),
@@ -218,8 +222,8 @@
     });
     memoryRows.push(el("tr", { "data-bucket": "total", "data-bytes": String(answer.memoryTotal) },
       el("th", { scope: "row", text: "Total" }),
-      el("td", { class: "planner-number", text: gb(answer.memoryTotal) }),
-      el("td", { text: `of ${gb(chip.hbm)} GB HBM: ${words}` })));
+      el("td", { class: "planner-number", text: gib(answer.memoryTotal) }),
+      el("td", { text: `of ${capacity(chip.hbm)} GiB usable: ${words}` })));
 
     const commRows = answer.comms.map((comm) =>
       el("tr", { "data-axis": comm.axis, "data-op": comm.op, "data-bytes": String(comm.value) },
@@ -243,13 +247,13 @@
     summary.textContent =
       `${(answer.parameters / 1e9).toFixed(2)} billion parameters on ${answer.devices} ${chip.name} ` +
       `(${answer.config.pipe} × ${answer.config.data} × ${answer.config.tensor}, pipe × data × tensor): ` +
-      `${gb(answer.memoryTotal)} GB per device of ${gb(chip.hbm)} GB, ` +
+      `${gib(answer.memoryTotal)} GiB per device of ${capacity(chip.hbm)} GiB, ` +
       `${words}. A step takes at least ${seconds(answer.stepSeconds.overlapped)} ` +
       `at the chip's peak rates (${seconds(answer.stepSeconds.serial)} if no communication overlaps compute).`;
     summary.dataset.fits = String(answer.fits);
     results.replaceChildren(
       summary,
-      table("Memory per device, GB", ["Bucket", "GB", "Share of HBM"], memoryRows, "memory"),
+      table("Memory per device, GiB", ["Bucket", "GiB", "Share of usable memory"], memoryRows, "memory"),
       table("Communication per step, per device", ["Collective", "Carries", "GB sent", "Time", "Formula"], commRows, "comms"),
       table("Step time: each bound alone", ["Bound", "Time", "Formula"], timeRows, "time"));
   }
@@ -319,13 +323,13 @@
     const atHigh = measured ? stored + transient * measured.high : answer.memoryTotal;
     const level = !answer.fits ? "does-not-fit" : atHigh > chip.hbm ? "tight" : "fits";
     const words = { "does-not-fit": "does not fit", tight: "a close call", fits: "fits with room" }[level];
-    status.textContent = `${gb(answer.memoryTotal)} GB per device of ${gb(chip.hbm)} GB (${figure(share)}%): ${words}.`;
+    status.textContent = `${gib(answer.memoryTotal)} GiB per device of ${capacity(chip.hbm)} GiB (${figure(share)}%): ${words}.`;
     status.dataset.verdict = level;
     delete status.dataset.error;
     band.textContent = measured
       ? `Compilers planned ${figure(measured.low)} to ${figure(measured.high)} times these temporaries ` +
         `for ${measured.count} ${measured.like ? "like configurations" : "configurations"} checked: ` +
-        `${gb(stored + transient * measured.low)} to ${gb(atHigh)} GB.`
+        `${gib(stored + transient * measured.low)} to ${gib(atHigh)} GiB.`
       : "";
     showDevices(answer.config);
     inputs.schedule.disabled = answer.config.pipe === 1;
