@@ -146,7 +146,7 @@
   // Memory in GiB; traffic in GB, as the links' published rates are in GB/s.
   const gib = (bytes) => figure(bytes / GiB);
   const gb = (bytes) => figure(bytes / 1e9);
-  // A chip's usable memory as stated where it was read: 15.75, 79.6.
+  // A chip's usable memory as stated where it was read: 15.75, 95.73.
   const capacity = (bytes) => Number((bytes / GiB).toFixed(2)).toLocaleString("en-US");
   const seconds = (value) => (value < 1 ? `${figure(value * 1e3)} ms` : `${figure(value)} s`);
 
@@ -327,8 +327,9 @@
     status.dataset.verdict = level;
     delete status.dataset.error;
     band.textContent = measured
-      ? `Compilers planned ${figure(measured.low)} to ${figure(measured.high)} times these temporaries ` +
-        `for ${measured.count} ${measured.like ? "like configurations" : "configurations"} checked: ` +
+      ? `The CPU and TPU compilers planned ${figure(measured.low)} to ${figure(measured.high)} times ` +
+        `these temporaries for the ${measured.count} ${measured.like ? "like configurations" : "configurations"} ` +
+        `the build checked${chip.kind === "gpu" ? " (none for a GPU)" : ""}: a total of ` +
         `${gib(stored + transient * measured.low)} to ${gib(atHigh)} GiB.`
       : "";
     showDevices(answer.config);
