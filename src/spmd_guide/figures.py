@@ -613,7 +613,7 @@ def schedule_chart(name: str, title: str, steps: Any, *, idle: int, backward: in
     (stages, ticks, 3) of (kind, microbatch, chunk), a kind being ``idle``, ``backward`` or a
     forward. A row per stage, or per chunk where a stage holds several (stage s's chunk v is the
     model's chunk v * stages + s); each box numbered and coloured by its microbatch, solid for a
-    forward and hatched for a backward; a dot where the stage is idle."""
+    forward and hatched for a backward; a dot where the stage is idle (in its first chunk's row)."""
     steps = np.asarray(steps)
     stages, ticks = steps.shape[:2]
     chunks = int(steps[..., 2].max()) + 1
@@ -624,7 +624,13 @@ def schedule_chart(name: str, title: str, steps: Any, *, idle: int, backward: in
     rows, row_labels = [], []
     for s in range(stages):
         for v in range(chunks):
-            rows.append([box(k, m) if k == idle or c == v else NOTHING for k, m, c in steps[s]])
+            # An idle tick is the stage's, drawn once, in its first chunk's row.
+            rows.append(
+                [
+                    box(k, m) if (k == idle and v == 0) or (k != idle and c == v) else NOTHING
+                    for k, m, c in steps[s]
+                ]
+            )
             row_labels.append(f"stage {s}" + (f", chunk {v * stages + s}" if chunks > 1 else ""))
 
     def ran(s: int) -> str:
@@ -644,7 +650,7 @@ def schedule_chart(name: str, title: str, steps: Any, *, idle: int, backward: in
         alt,
         rows,
         row_labels=row_labels,
-        column_title=f"{title}: tick \u2192",
+        column_title=f"{title}: tick \u2192   \u25aa idle",
         legend=[
             (Mark(None, label="3"), "forward of microbatch 3"),
             (Mark(None, hatched=True, label="3"), "its backward"),
@@ -766,7 +772,13 @@ def bars(
         axes.add_line(Line2D([x, x], [top - 0.3, bottom], color=INK, lw=0.8, ls=(0, (3, 2))))
         axes.text(x, top - 0.7, limit[0], color=INK, fontsize=SMALL_POINTS, ha="right", va="bottom")
     _axis(axes, labels, width, bottom, largest, unit)
-    end = _legend(axes, [(mark, part) for part, mark in parts.items()], bottom + 2.6, WIDTH_CELLS)
+    # A part no bar has would be a legend entry keying nothing.
+    drawn = [
+        (mark, part)
+        for part, mark in parts.items()
+        if any(v.get(part, 0) > 0 for v in values.values())
+    ]
+    end = _legend(axes, drawn, bottom + 2.6, WIDTH_CELLS)
     axes.set_ylim(end, 0)
     figure.set_size_inches(WIDTH_INCHES, end * CELL_INCHES)
     return to_svg(figure, name=name, alt=alt)
