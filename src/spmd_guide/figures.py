@@ -263,44 +263,27 @@ def _box(
 
 def _label(axes: Axes, x: float, y: float, words: str, *, on: str | None) -> None:
     """``words`` centred at ``x``, ``y``: on a box of colour ``on`` in the ink that reads best
-    there, or, where ``on`` is ``None`` (a hatched or open box), in the page's ink on a patch of
-    the page's colour."""
-    n = next(_IDS)
+    there (the page's own colour on the muted ink, in either theme), or, where ``on`` is ``None``
+    (a hatched or open box), in the page's ink on a patch of the page's colour."""
+    extra: dict[str, Any] = {}
     if on is None:
-        axes.text(
-            x,
-            y,
-            words,
-            color=INK,
-            fontsize=SMALL_POINTS,
-            ha="center",
-            va="center",
-            gid=f"label-{n}-on-page",
-            bbox={"boxstyle": "square,pad=0.08", "facecolor": PAGE, "edgecolor": "none"},
-        )
+        ink, behind = INK, "page"
+        extra["bbox"] = {"boxstyle": "square,pad=0.08", "facecolor": PAGE, "edgecolor": "none"}
     elif on in _THEMED:
-        # On the muted ink the page's own colour reads, in either theme.
-        axes.text(
-            x,
-            y,
-            words,
-            color=PAGE,
-            fontsize=SMALL_POINTS,
-            ha="center",
-            va="center",
-            gid=f"label-{n}-on-themed",
-        )
+        ink, behind = PAGE, "themed"
     else:
-        axes.text(
-            x,
-            y,
-            words,
-            color=label_ink(on),
-            fontsize=SMALL_POINTS,
-            ha="center",
-            va="center",
-            gid=f"label-{n}-on-{on[1:]}",
-        )
+        ink, behind = label_ink(on), on[1:]
+    axes.text(
+        x,
+        y,
+        words,
+        color=ink,
+        fontsize=SMALL_POINTS,
+        ha="center",
+        va="center",
+        gid=f"label-{next(_IDS)}-on-{behind}",
+        **extra,
+    )
 
 
 def _legend(axes: Axes, entries: Sequence[tuple[Mark, str]], top: float, width: float) -> float:
