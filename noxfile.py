@@ -321,8 +321,10 @@ def copied_pages(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Time the practice checker, TPU compiles, docs builds, `nox -s tests` and a no-change docs."""
+    """Time the practice checker, TPU compiles, docs builds (a fresh clone's first among them),
+    `nox -s tests`, a no-change docs, `nox -s multihost` and `nox -s launchers`."""
     install(session, "docs", "test")
+    session.run("python", "benchmarks/fresh_clone.py")
     session.run("python", "benchmarks/practice_check.py")
     session.run(
         "python", "benchmarks/tpu_compile.py", env=jax_env(ENVIRONMENT.DEFAULT_DEVICE_COUNT)

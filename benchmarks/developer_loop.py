@@ -1,4 +1,5 @@
-"""Benchmark the two commands a contributor runs most: `nox -s tests`, and `nox -s docs` again.
+"""Benchmark the commands a contributor runs most: `nox -s tests`, `nox -s docs` again, and the
+sessions that start processes and launchers (`nox -s multihost`, `nox -s launchers`).
 
     nox -s bench            (or: python benchmarks/developer_loop.py, with nox installed)
 
@@ -12,8 +13,11 @@ system's temporary directory (kept between runs), so the developer's .nox is lef
 - `nox -s docs`: run once to bring its environment and the site up to date, then timed again
   with nothing changed, which must skip the install and re-execute no page.
 
+- `nox -s multihost` and `nox -s launchers`: each prepared first, then timed once. The tests
+  that start several processes live in these sessions, not in `nox -s tests`.
+
 It prints the times and exits 1 if a target is missed: each run of the tests under 150 s, the
-no-change docs run under 15 s.
+no-change docs run under 15 s, the multi-process example under 60 s and the launchers under 120 s.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ TARGETS = {
     "nox -s tests (empty compilation cache)": 150.0,
     "nox -s tests (again)": 150.0,
     "nox -s docs (nothing changed)": 15.0,
+    "nox -s multihost": 60.0,
+    "nox -s launchers": 120.0,
 }
 
 
@@ -67,6 +73,9 @@ def main() -> int:
     }
     nox("-s", "docs")
     times["nox -s docs (nothing changed)"] = nox("-s", "docs")
+    for session in ("multihost", "launchers"):
+        nox("-s", session, "--install-only")
+        times[f"nox -s {session}"] = nox("-s", session)
     print("| command | seconds | target |")
     print("| --- | ---: | ---: |")
     for name, seconds in times.items():

@@ -9,7 +9,8 @@ the sum of the pages' own execution times. It exits 1 if a target is missed:
 
 - a rebuild with nothing changed takes under 10% of the cold build;
 - a prose edit re-executes nothing;
-- the cold build takes at most 1.5 times the execution floor;
+- the cold build takes at most 1.5 times the execution floor (the pages' own times, and the
+  planner's TPU steps, which the build compiles before any page runs);
 - an edit in spmd_guide re-executes every page (their outputs may depend on it);
 - the largest page is under 1 MB of HTML.
 """
@@ -31,6 +32,7 @@ from spmd_guide.environment import DEFAULT_DEVICE_COUNT, cpu_devices_env
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = re.compile(r"(\S+\.md): Executed notebook in ([\d.]+) seconds")
+TPU_STEPS = re.compile(r"planner TPU steps: .*\(([\d.]+) s with start-up\)")
 
 
 @dataclass
@@ -38,6 +40,13 @@ class Case:
     name: str
     seconds: float
     executed: dict[str, float]
+    tpu_steps: float = 0.0
+    """Seconds the build spent compiling the planner's TPU steps before the pages ran."""
+
+    @property
+    def floor(self) -> float:
+        """The execution floor: the pages' own times, and the TPU steps run before them."""
+        return sum(self.executed.values()) + self.tpu_steps
 
 
 def build(workdir: Path, jobs: str) -> Case:
@@ -67,7 +76,9 @@ def build(workdir: Path, jobs: str) -> Case:
         str(Path(path).relative_to(docs)): float(t)
         for path, t in EXECUTED.findall(result.stdout + result.stderr)
     }
-    return Case("", seconds, executed)
+    log = result.stdout + result.stderr
+    tpu_steps = sum(float(t) for t in TPU_STEPS.findall(log))
+    return Case("", seconds, executed, tpu_steps)
 
 
 def main() -> int:
@@ -119,20 +130,23 @@ def largest_page(html: Path) -> tuple[str, int]:
 
 
 def print_table(cases: list[Case]) -> None:
-    floor = sum(cases[0].executed.values())
+    floor = cases[0].floor
     print()
     print("| case | seconds | pages executed |")
     print("| --- | ---: | ---: |")
     for case in cases:
         print(f"| {case.name} | {case.seconds:.1f} | {len(case.executed)} |")
-    print(f"| execution floor (sum of the cold build's page times) | {floor:.1f} | |")
+    print(
+        f"| execution floor (the cold build's page times, and {cases[0].tpu_steps:.0f} s of TPU "
+        f"steps before them) | {floor:.1f} | |"
+    )
     print()
 
 
 def targets(cases: list[Case], largest_size: int) -> list[tuple[str, bool]]:
     """Each target of the module docstring: what was measured, and whether it was met."""
     cold, unchanged, prose, library = cases
-    floor = sum(cold.executed.values())
+    floor = cold.floor
     return [
         (
             f"no-change rebuild: {unchanged.seconds / cold.seconds:.1%} of the cold build (< 10%)",

@@ -45,9 +45,12 @@ extensions = [
     "moved_sections",
     "offline_inventories",
     "page_scripts",
+    "page_times",
     "sharding_pictures",
     "sitemap",
     "source_downloads",
+    "stream_outputs",
+    "tpu_plans",
 ]
 
 exclude_patterns = [

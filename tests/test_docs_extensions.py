@@ -26,6 +26,7 @@ import hosting  # noqa: E402
 import kernel_environment  # noqa: E402
 import sharding_pictures  # noqa: E402
 import source_downloads  # noqa: E402
+import stream_outputs  # noqa: E402
 
 # The extensions run no JAX.
 pytestmark = pytest.mark.once
@@ -305,3 +306,54 @@ def test_reading_time_counts_prose_and_code_shown_not_outputs_or_folded_answers(
     assert (words, code) == (4, 2)
     assert minutes == pytest.approx(4 / 200 + 2 / 20)
     assert course.shown_minutes(0.01) == 1 and course.shown_minutes(12.2) == 13
+
+
+def _printing_cell(*texts: str) -> nbformat.NotebookNode:
+    outputs = [nbformat.v4.new_output("stream", name="stdout", text=text) for text in texts]
+    return nbformat.v4.new_code_cell("print(...)", outputs=outputs)
+
+
+def test_merged_prints_leave_the_executed_notebook_as_it_ran():
+    stream_outputs.setup(_Recorder())
+    notebook = nbformat.v4.new_notebook(cells=[_printing_cell("a\n", "b\n")])
+    import myst_nb.core.render
+
+    (merged,) = myst_nb.core.render.coalesce_streams(notebook.cells[0].outputs)
+    assert merged.text == "a\nb\n"
+    assert [out.text for out in notebook.cells[0].outputs] == ["a\n", "b\n"]
+    assert stream_outputs.repeated_tails(notebook) == []
+
+
+def test_a_cell_whose_output_repeats_its_tail_is_found():
+    notebook = nbformat.v4.new_notebook(
+        cells=[_printing_cell("a\nb\n", "b\n"), _printing_cell("x\n", "x\n")]
+    )
+    # The second cell printed the same line twice, which is no repeat.
+    assert stream_outputs.repeated_tails(notebook) == [0]
+
+
+class _Recorder:
+    """Stands in for the Sphinx application: records what an extension connects."""
+
+    def __init__(self) -> None:
+        self.connected: list[str] = []
+
+    def connect(self, event: str, handler: object) -> None:
+        self.connected.append(event)
+
+
+
+def test_a_page_kernel_runs_without_a_line_about_its_local_connection(tmp_path, monkeypatch, capfd):
+    from nbclient import NotebookClient
+
+    app = type("App", (), {"doctreedir": str(tmp_path / "doctrees")})()
+    monkeypatch.setenv("IPYTHONDIR", "")
+    kernel_environment._prepare_kernels(app, object())
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    NotebookClient(notebook, timeout=60).execute()
+    assert notebook.cells[0].outputs[0].text == "42\n"
+    assert "without encryption" not in capfd.readouterr().err
+    # The same kernel outside the build's profile says it: the check can fail.
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "elsewhere"))
+    NotebookClient(notebook, timeout=60).execute()
+    assert "without encryption" in capfd.readouterr().err

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import math
 
 import jax
@@ -220,3 +221,23 @@ def test_a_tpu_result_is_kept_under_the_programs_fingerprint(tmp_path, monkeypat
     # Another program is another fingerprint, and is compiled.
     with pytest.raises(AssertionError, match="compiled a program"):
         planner.measure(dict(config, remat="none"), "v5e:2x4")
+
+
+@pytest.mark.once
+def test_the_build_keeps_each_tpu_check_once(tmp_path, monkeypatch):
+    small = planner.plan(dict(SMALL, data=8, zero=3))["config"]
+    monkeypatch.setattr(planner, "tpu_checks", lambda: [(small, "v5e:2x4")])
+    monkeypatch.setenv("SPMD_GUIDE_TPU_PLANS", "")  # keep_tpu_plans sets it for the page
+    assert planner.keep_tpu_plans(tmp_path) == (1, 0)
+    assert planner.keep_tpu_plans(tmp_path) == (0, 1)
+    assert planner.measure(small, "v5e:2x4").collectives  # read back, as the page reads it
+
+
+def test_the_tpu_checks_are_the_pages_grid_and_question():
+    checks = planner.tpu_checks()
+    grid = [config for config, target in checks if target == planner.CHECKED_SLICE]
+    question = [config for config, target in checks if target == planner.QUESTION_SLICE]
+    assert len(grid) == len(planner.CHECKED_CHANGES) and len(question) == 3
+    assert all(config["pipe"] * config["data"] * config["tensor"] == 8 for config in grid)
+    assert question[0] == planner.plan(planner.defaults())["config"]
+    assert len({json.dumps(config, sort_keys=True) for config, _ in checks}) == len(checks)

@@ -9,7 +9,9 @@ Before any page runs, this extension
   the TPU compiler chose, and would otherwise fail one by one;
 - points ``IPYTHONDIR`` at a profile under the build folder whose start-up folder holds
   ``kernel_startup.py`` (warnings become errors, tracebacks are short, cells are named
-  ``<cell>``), so a reader's own IPython profile is never read or written.
+  ``<cell>``), so a reader's own IPython profile is never read or written, and whose
+  ``ipython_kernel_config.py`` is ``kernel_config.py`` (no kernel warns that the build's local
+  connection to it is unencrypted, a line per page).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from spmd_guide.environment import COMPILE_ONLY_LIBTPU_ENV, DEFAULT_DEVICE_COUNT
 
 HERE = Path(__file__).resolve().parent
 STARTUP = HERE / "kernel_startup.py"
+KERNEL_CONFIG = HERE / "kernel_config.py"
 
 
 def _prepare_kernels(app: Sphinx, config: Config) -> None:
@@ -43,6 +46,7 @@ def _prepare_kernels(app: Sphinx, config: Config) -> None:
     startup = ipython_dir / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(STARTUP, startup / "00-warnings-are-errors.py")
+    shutil.copyfile(KERNEL_CONFIG, startup.parent / "ipython_kernel_config.py")
     os.environ["IPYTHONDIR"] = str(ipython_dir)
 
 

@@ -10,6 +10,7 @@ slice, and reads what the compiler planned.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import json
@@ -55,6 +56,8 @@ def _context() -> Any:
             "clone of the repository, with the package installed from it (pip install -e .)"
         )
     context = MiniRacer()
+    # An open context's V8 threads keep the interpreter from exiting.
+    atexit.register(context.close)
     context.eval(MODEL_JS.read_text())
     return context
 
@@ -690,3 +693,97 @@ def measure(c: Mapping[str, Any], target: str = "cpu") -> CompiledPlan:
         kept.parent.mkdir(parents=True, exist_ok=True)
         kept.write_text(json.dumps(asdict(result)))
     return result
+
+
+# The configurations the planner page compiles for TPU slices. They live here, not on the page,
+# so that the build can compile them before any page runs (:func:`keep_tpu_plans`).
+
+CHECKED_MODEL: dict[str, Any] = dict(
+    layers=24, width=2048, heads=16, mlp=8192, vocab=32000, seq=2048, batch=64,
+    data=8, zero=0, tensor=1, pipe=1, remat="full", chip="v5e",
+)  # fmt: skip
+"""The model of the page's grid, 1.3 billion parameters on 8 devices, data parallel."""
+
+_BY = "\N{MULTIPLICATION SIGN}"
+
+CHECKED_CHANGES: dict[str, dict[str, Any]] = {
+    "DP, full remat": dict(),
+    "ZeRO 1, selective": dict(zero=1, remat="selective"),
+    "ZeRO 3 (FSDP), full": dict(zero=3),
+    "ZeRO 3, bf16 state, no remat": dict(
+        zero=3, remat="none", param_dtype="bfloat16", grad_dtype="bfloat16", opt_dtype="bfloat16"
+    ),
+    "ZeRO 3, 4 microbatches": dict(zero=3, microbatches=4),
+    "TP 8, no remat": dict(data=1, tensor=8, remat="none"),
+    "TP 8 + SP, full, batch 128": dict(data=1, tensor=8, sequence_parallel=True, batch=128),
+    f"DP 2 {_BY} TP 4 + SP, ZeRO 1, batch 128": dict(
+        data=2, tensor=4, zero=1, sequence_parallel=True, batch=128
+    ),
+    "DP, 2 microbatches, no remat": dict(microbatches=2, remat="none"),
+    f"DP 4 {_BY} TP 2, bf16 gradients": dict(data=4, tensor=2, grad_dtype="bfloat16"),
+    f"PP 4 {_BY} DP 2, GPipe": dict(pipe=4, data=2, microbatches=4, schedule="gpipe"),
+    f"PP 2 {_BY} TP 4, GPipe, no remat": dict(
+        pipe=2, data=1, tensor=4, microbatches=8, schedule="gpipe", remat="none"
+    ),
+    f"PP 4 {_BY} DP 2, 1F1B, 8 microbatches": dict(pipe=4, data=2, microbatches=8, schedule="1f1b"),
+    f"PP 2 {_BY} TP 4, 1F1B, selective": dict(
+        pipe=2, data=1, tensor=4, microbatches=8, schedule="1f1b", remat="selective"
+    ),
+}
+"""Each configuration of the grid as its changes to :data:`CHECKED_MODEL`, by its name."""
+
+CHECKED_SLICE = "v5e:2x4"
+"""The TPU slice the grid is compiled for."""
+
+QUESTION: dict[str, Any] = dict(
+    layers=32, width=4096, heads=32, mlp=16384, vocab=32000, seq=4096, batch=256,
+    data=16, zero=3, tensor=4, remat="full", chip="v5e",
+)  # fmt: skip
+"""The question the page opens with, GPT-3 6.7B's layers on 64 v5e chips (the form's default)."""
+
+QUESTION_CHANGES: dict[str, dict[str, Any]] = {
+    "as asked": {},
+    "+ sequence parallel": dict(sequence_parallel=True),
+    "+ sequence parallel, 4 microbatches": dict(sequence_parallel=True, microbatches=4),
+}
+"""The question as asked, and the two changes the page answers it with."""
+
+QUESTION_SLICE = "v5e:8x8"
+"""The TPU slice the question is compiled for."""
+
+
+def tpu_checks() -> list[tuple[dict[str, Any], str]]:
+    """Every configuration (as :func:`plan` completes it) the planner page compiles for a TPU
+    slice, with the slice."""
+    grid = [(dict(CHECKED_MODEL, **change), CHECKED_SLICE) for change in CHECKED_CHANGES.values()]
+    question = [(dict(QUESTION, **change), QUESTION_SLICE) for change in QUESTION_CHANGES.values()]
+    return [(plan(config)["config"], target) for config, target in grid + question]
+
+
+def keep_tpu_plans(folder: str | os.PathLike[str]) -> tuple[int, int]:
+    """Compile each of :func:`tpu_checks` for its slice, keeping the results in ``folder`` as
+    :func:`measure` keeps them, so that the page reads them instead of compiling.
+
+    A TPU compile of one of these steps takes 20 to 40 s on two cores; a refusal, about one.
+
+    Returns:
+        How many programs were compiled now, and how many were already kept.
+    """
+    os.environ["SPMD_GUIDE_TPU_PLANS"] = os.fspath(folder)
+    kept_before = set(Path(folder).glob("*.json")) if Path(folder).is_dir() else set()
+    checks = tpu_checks()
+    for config, target in checks:
+        measure(config, target)
+    compiled = len(set(Path(folder).glob("*.json")) - kept_before)
+    return compiled, len(checks) - compiled
+
+
+if __name__ == "__main__":
+    # The docs build runs this before any page executes: python -m spmd_guide.planner FOLDER
+    import sys
+    import time
+
+    started = time.perf_counter()
+    compiled_now, already = keep_tpu_plans(sys.argv[1])
+    seconds = time.perf_counter() - started
+    print(f"{compiled_now} compiled, {already} already kept, in {seconds:.0f} s")

@@ -1,0 +1,74 @@
+"""Benchmark a fresh clone's first `nox -s docs`: the install, every page executed, every TPU plan.
+
+    nox -s bench            (or: python benchmarks/fresh_clone.py, with nox installed)
+
+It clones the repository's committed HEAD into a temporary folder and runs `nox -s docs` there
+on the README's path: nox installed with plain pip, so the session's environment is made with
+virtualenv and pip (from the machine's pip cache, as a contributor's second clone would find it),
+in a folder of its own. Nothing of this working tree is reused: no environment, no executed
+page, no kept TPU plan. It prints the whole run's time, the time the build spent compiling the
+planner's TPU steps, and each page's execution time from the build's log, slowest first, and
+exits 1 if a target is missed: the whole run under 600 s, every page under 60 s.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXECUTED = re.compile(r"(\S+)\.md: Executed notebook in ([\d.]+) seconds")
+TPU_STEPS = re.compile(r"planner TPU steps: (.*)")
+TARGETS = {"whole run": 600.0, "slowest page": 60.0}
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="spmd-guide-fresh-clone-") as tmp:
+        clone = Path(tmp) / "spmd-guide"
+        subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        head = subprocess.run(
+            ["git", "-C", str(clone), "log", "-1", "--format=%h %s"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        command = [
+            sys.executable,
+            "-m",
+            "nox",
+            "--force-venv-backend",
+            "virtualenv",
+            "--envdir",
+            str(Path(tmp) / "nox"),
+            "-s",
+            "docs",
+        ]
+        start = time.perf_counter()
+        result = subprocess.run(command, cwd=clone, capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+    log = result.stdout + result.stderr
+    if result.returncode:
+        sys.exit(f"`nox -s docs` failed in a fresh clone of {head}:\n{log[-4000:]}")
+    pages = {page: float(t) for page, t in EXECUTED.findall(log)}
+    slowest = max(pages.items(), key=lambda item: item[1])
+    print(f"a fresh clone of {head}: `nox -s docs`, install included, in {seconds:.0f} s")
+    for line in TPU_STEPS.findall(log):
+        print(f"the planner's TPU steps, before the pages: {line}")
+    print("| page | seconds |")
+    print("| --- | ---: |")
+    for page, page_seconds in sorted(pages.items(), key=lambda item: -item[1])[:8]:
+        print(f"| {page} | {page_seconds:.1f} |")
+    print(f"({len(pages)} pages executed; the 8 slowest shown)")
+    measured = {"whole run": seconds, "slowest page": slowest[1]}
+    missed = [name for name, value in measured.items() if value >= TARGETS[name]]
+    for name, value in measured.items():
+        print(f"{'MISS' if name in missed else 'ok  '} {name}: {value:.0f} s (< {TARGETS[name]:g})")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

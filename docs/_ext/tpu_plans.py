@@ -1,0 +1,62 @@
+"""The planner page's TPU compiles, run before any page executes.
+
+The planner page compares its formulas with what the TPU compiler planned for seventeen training
+steps of billion-parameter models; compiling one takes 20 to 40 s on two cores. Run inside the
+page, they would make it the build's one page of minutes on a fresh clone. Before the pages are
+read, this extension compiles them in a process of their own
+(``python -m spmd_guide.planner FOLDER``), keeping each result in the folder that
+``SPMD_GUIDE_TPU_PLANS`` names under a fingerprint of the lowered program, the slice and the
+versions; the page, executed in the same build, lowers the same programs and reads the results.
+Nothing is compiled when the folder already holds them, and nothing runs unless the planner page
+is to be read with execution on. The folder defaults to ``tpu-plans`` beside the build's HTML
+(``nox -s docs`` keeps it with the session's environment instead, so ``--fresh`` keeps it).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sphinx.application import Sphinx
+from sphinx.environment import BuildEnvironment
+from sphinx.errors import ExtensionError
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+READERS = {"guide/planner"}
+"""The pages that read the plans."""
+
+
+def _compile_before_reading(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
+    if app.config.nb_execution_mode == "off" or not READERS & set(docnames):
+        return
+    folder = os.environ.setdefault(
+        "SPMD_GUIDE_TPU_PLANS", str(Path(app.doctreedir).parent / "tpu-plans")
+    )
+    started = time.perf_counter()
+    logger.info("compiling the planner page's TPU steps (minutes, unless already kept)…")
+    result = subprocess.run(
+        [sys.executable, "-m", "spmd_guide.planner", folder],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    if result.returncode:
+        raise ExtensionError(
+            f"compiling the planner page's TPU steps failed (exit {result.returncode}):\n"
+            f"{result.stderr[-3000:]}"
+        )
+    logger.info(
+        f"planner TPU steps: {result.stdout.strip()} "
+        f"({time.perf_counter() - started:.0f} s with start-up)"
+    )
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("env-before-read-docs", _compile_before_reading)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
