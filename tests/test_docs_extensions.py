@@ -6,6 +6,7 @@ import dataclasses
 import re
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -342,7 +343,6 @@ class _Recorder:
         self.connected.append(event)
 
 
-
 def test_a_page_kernel_runs_without_a_line_about_its_local_connection(tmp_path, monkeypatch, capfd):
     from nbclient import NotebookClient
 
@@ -357,3 +357,64 @@ def test_a_page_kernel_runs_without_a_line_about_its_local_connection(tmp_path, 
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "elsewhere"))
     NotebookClient(notebook, timeout=60).execute()
     assert "without encryption" in capfd.readouterr().err
+
+
+def test_a_built_notebook_keeps_each_printed_line_once_and_the_log_ends_with_the_times(tmp_path):
+    source = tmp_path / "site"
+    source.mkdir()
+    (source / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(EXTENSIONS)!r})\n"
+        "extensions = ['myst_nb', 'page_times', 'stream_outputs']\n"
+        "nb_merge_streams = True\nnb_execution_mode = 'force'\n"
+    )
+    code = "import time\nprint('first')\ntime.sleep(0.3)\nprint('second')"
+    cell = f"```{{code-cell}} ipython3\n{code}\n```"
+    (source / "index.md").write_text(
+        "---\njupytext:\n  text_representation:\n    format_name: myst\n"
+        f"kernelspec:\n  name: python3\n  display_name: Python 3\n---\n\n# Page\n\n{cell}\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "-b", "html", source, tmp_path / "out" / "html"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    executed = nbformat.read(tmp_path / "out" / "jupyter_execute" / "index.ipynb", as_version=4)
+    texts = [out.text for out in executed.cells[-1].outputs]
+    assert "".join(texts) == "first\nsecond\n", texts
+    assert re.search(r"built in \d+ s; 1 pages executed, the slowest index in \d+ s", result.stdout)
+    html = (tmp_path / "out" / "html" / "index.html").read_text()
+    assert html.count("second") == 2  # the code cell and its output, once each
+
+
+def _tpu_plans_build(tmp_path, monkeypatch, script: str):
+    import tpu_plans
+
+    monkeypatch.setattr(tpu_plans, "COMMAND", [sys.executable, "-c", script])
+    monkeypatch.setenv("SPMD_GUIDE_TPU_PLANS", str(tmp_path / "plans"))
+    config = type("Config", (), {"nb_execution_mode": "cache"})()
+    app = type("App", (), {"doctreedir": str(tmp_path / "doctrees"), "config": config})()
+    return tpu_plans, app
+
+
+def test_the_planner_page_is_read_last_after_its_tpu_compiles(tmp_path, monkeypatch):
+    script = "import time, sys; time.sleep(1); print('17 compiled, 0 already kept, in 1 s')"
+    tpu_plans, app = _tpu_plans_build(tmp_path, monkeypatch, script)
+    docnames = ["guide/memory", "guide/planner", "index"]
+    tpu_plans._start(app, None, docnames)
+    assert docnames == ["guide/memory", "index", "guide/planner"]
+    started = time.perf_counter()
+    tpu_plans._wait_before_the_planner(app, "guide/memory", [""])  # no wait for another page
+    assert time.perf_counter() - started < 0.5
+    tpu_plans._wait_before_the_planner(app, "guide/planner", [""])
+    assert time.perf_counter() - started > 0.9
+    tpu_plans._reap(app, None)
+
+
+def test_failed_tpu_compiles_stop_the_build_with_their_output(tmp_path, monkeypatch):
+    script = "raise SystemExit('libtpu does not know the topology')"
+    tpu_plans, app = _tpu_plans_build(tmp_path, monkeypatch, script)
+    tpu_plans._start(app, None, ["guide/planner"])
+    with pytest.raises(ExtensionError, match=r"failed \(exit 1\):\nlibtpu does not know"):
+        tpu_plans._wait_before_the_planner(app, "guide/planner", [""])
+    tpu_plans._reap(app, None)
