@@ -10,7 +10,7 @@ the sum of the pages' own execution times. It exits 1 if a target is missed:
 - a rebuild with nothing changed takes under 10% of the cold build;
 - a prose edit re-executes nothing;
 - the cold build takes at most 1.5 times the execution floor (the pages' own times, and the
-  time the planner page waited for its TPU steps, which compile beside the other pages);
+  planner's TPU steps, which the build compiles before any page runs);
 - an edit in spmd_guide re-executes every page (their outputs may depend on it);
 - the largest page is under 1 MB of HTML.
 """
@@ -32,7 +32,7 @@ from spmd_guide.environment import DEFAULT_DEVICE_COUNT, cpu_devices_env
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = re.compile(r"(\S+\.md): Executed notebook in ([\d.]+) seconds")
-TPU_STEPS = re.compile(r"planner TPU steps: .*the planner page waited ([\d.]+) s for them")
+TPU_STEPS = re.compile(r"planner TPU steps: .*\(([\d.]+) s with start-up\)")
 
 
 @dataclass
@@ -41,11 +41,11 @@ class Case:
     seconds: float
     executed: dict[str, float]
     tpu_steps: float = 0.0
-    """Seconds the planner page waited for its TPU steps, compiled beside the other pages."""
+    """Seconds the build spent compiling the planner's TPU steps before the pages ran."""
 
     @property
     def floor(self) -> float:
-        """The execution floor: the pages' own times, and the planner page's wait."""
+        """The execution floor: the pages' own times, and the TPU steps run before them."""
         return sum(self.executed.values()) + self.tpu_steps
 
 
@@ -137,8 +137,8 @@ def print_table(cases: list[Case]) -> None:
     for case in cases:
         print(f"| {case.name} | {case.seconds:.1f} | {len(case.executed)} |")
     print(
-        f"| execution floor (the cold build's page times, and {cases[0].tpu_steps:.0f} s the "
-        f"planner page waited for its TPU steps) | {floor:.1f} | |"
+        f"| execution floor (the cold build's page times, and {cases[0].tpu_steps:.0f} s of TPU "
+        f"steps before them) | {floor:.1f} | |"
     )
     print()
 

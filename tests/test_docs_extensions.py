@@ -6,7 +6,6 @@ import dataclasses
 import re
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -397,24 +396,19 @@ def _tpu_plans_build(tmp_path, monkeypatch, script: str):
     return tpu_plans, app
 
 
-def test_the_planner_page_is_read_last_after_its_tpu_compiles(tmp_path, monkeypatch):
-    script = "import time, sys; time.sleep(1); print('17 compiled, 0 already kept, in 1 s')"
+def test_the_planner_pages_tpu_compiles_run_before_it_is_read(tmp_path, monkeypatch):
+    script = "import sys; print(sys.argv[1], '17 compiled, 0 already kept, in 1 s')"
     tpu_plans, app = _tpu_plans_build(tmp_path, monkeypatch, script)
-    docnames = ["guide/memory", "guide/planner", "index"]
-    tpu_plans._start(app, None, docnames)
-    assert docnames == ["guide/memory", "index", "guide/planner"]
-    started = time.perf_counter()
-    tpu_plans._wait_before_the_planner(app, "guide/memory", [""])  # no wait for another page
-    assert time.perf_counter() - started < 0.5
-    tpu_plans._wait_before_the_planner(app, "guide/planner", [""])
-    assert time.perf_counter() - started > 0.9
-    tpu_plans._reap(app, None)
+    ran = []
+    monkeypatch.setattr(tpu_plans.logger, "info", ran.append)
+    tpu_plans._compile_before_reading(app, None, ["guide/memory"])
+    assert ran == []  # the planner page is not to be read: nothing compiles
+    tpu_plans._compile_before_reading(app, None, ["guide/memory", "guide/planner"])
+    assert f"{tmp_path / 'plans'} 17 compiled" in ran[-1]
 
 
 def test_failed_tpu_compiles_stop_the_build_with_their_output(tmp_path, monkeypatch):
     script = "raise SystemExit('libtpu does not know the topology')"
     tpu_plans, app = _tpu_plans_build(tmp_path, monkeypatch, script)
-    tpu_plans._start(app, None, ["guide/planner"])
     with pytest.raises(ExtensionError, match=r"failed \(exit 1\):\nlibtpu does not know"):
-        tpu_plans._wait_before_the_planner(app, "guide/planner", [""])
-    tpu_plans._reap(app, None)
+        tpu_plans._compile_before_reading(app, None, ["guide/planner"])

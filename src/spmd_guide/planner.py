@@ -696,7 +696,7 @@ def measure(c: Mapping[str, Any], target: str = "cpu") -> CompiledPlan:
 
 
 # The configurations the planner page compiles for TPU slices. They live here, not on the page,
-# so that the build can compile them while other pages run (:func:`keep_tpu_plans`).
+# so that the build can compile them before any page runs (:func:`keep_tpu_plans`).
 
 CHECKED_MODEL: dict[str, Any] = dict(
     layers=24, width=2048, heads=16, mlp=8192, vocab=32000, seq=2048, batch=64,
@@ -779,7 +779,7 @@ def keep_tpu_plans(folder: str | os.PathLike[str]) -> tuple[int, int]:
 
 
 if __name__ == "__main__":
-    # The docs build runs this beside its pages: python -m spmd_guide.planner FOLDER
+    # The docs build runs this before any page executes: python -m spmd_guide.planner FOLDER
     import sys
     import time
 
