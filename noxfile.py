@@ -123,8 +123,10 @@ def run_tests(session: nox.Session) -> None:
         if count != ENVIRONMENT.DEFAULT_DEVICE_COUNT:
             spread = []
         env = {**jax_env(count), **cache}
-        # The launcher tests need Open MPI, SLURM and root: `nox -s launchers` runs them.
-        session.run("pytest", "-m", "not launchers", *spread, *session.posargs, env=env)
+        # Jobs of several processes run in `nox -s multihost`; the launcher tests, which need
+        # Open MPI, SLURM and root, in `nox -s launchers`.
+        chosen = "not launchers and not processes"
+        session.run("pytest", "-m", chosen, *spread, *session.posargs, env=env)
 
 
 def build_docs(
@@ -189,8 +191,9 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def multihost(session: nox.Session) -> None:
-    """Run the multi-process example as 2 processes x 4 CPU devices; pass if both agree."""
-    install(session)
+    """Run the multi-process example as 2 processes x 4 CPU devices (pass if both agree), then
+    the tests that start jobs of several processes."""
+    install(session, "test")
     session.run(
         "python",
         "-m",
@@ -204,8 +207,9 @@ def multihost(session: nox.Session) -> None:
         "--check-agree",
         "global result",
         "examples/multihost/global_computation.py",
-        *session.posargs,
     )
+    env = jax_env(ENVIRONMENT.DEFAULT_DEVICE_COUNT)
+    session.run("pytest", "-m", "processes and not launchers", *session.posargs, env=env)
 
 
 def ensure_cluster_programs(session: nox.Session) -> None:

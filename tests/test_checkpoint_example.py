@@ -52,6 +52,7 @@ def digests(stdout: str, verb: str) -> dict[int, str]:
     return {int(s): d for s, d in re.findall(rf"{verb} step (\d+).*state digest (\w+)", stdout)}
 
 
+@pytest.mark.processes
 def test_a_checkpoint_saved_by_two_processes_restores_in_one_bit_for_bit(tmp_path):
     job, failed_attempt = run_launcher(
         "-n",

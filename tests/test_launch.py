@@ -29,6 +29,7 @@ def run_launcher(*args: str, timeout: float = 180) -> subprocess.CompletedProces
     )
 
 
+@pytest.mark.processes
 def test_two_processes_build_one_global_mesh_and_agree(tmp_path):
     report = tmp_path / "report.txt"
     result = run_launcher(
@@ -54,6 +55,7 @@ def test_two_processes_build_one_global_mesh_and_agree(tmp_path):
     assert "[1] process 0 wrote" not in out and "[0] process 0 wrote" in out
 
 
+@pytest.mark.processes
 def test_a_wrong_process_count_fails_clearly_within_the_timeout():
     start = time.monotonic()
     result = run_launcher(
@@ -103,6 +105,7 @@ def test_a_process_with_no_coordinator_fails_clearly(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.processes
 def test_one_failing_process_stops_the_rest_at_once(tmp_path):
     script = tmp_path / "one_fails.py"
     script.write_text(
@@ -120,6 +123,7 @@ def test_one_failing_process_stops_the_rest_at_once(tmp_path):
     assert time.monotonic() - start < 30
 
 
+@pytest.mark.processes
 def test_a_hung_run_times_out(tmp_path):
     script = tmp_path / "hangs.py"
     script.write_text("import time\ntime.sleep(600)\n")
@@ -136,6 +140,7 @@ def test_a_hung_run_times_out(tmp_path):
     assert time.monotonic() - start < 20
 
 
+@pytest.mark.processes
 def test_each_process_is_told_how_to_join(tmp_path):
     script = tmp_path / "env.py"
     script.write_text(
@@ -215,6 +220,7 @@ def test_gloo_messages_split_over_lines_by_another_thread_are_taken_out():
 READING = ROOT / "examples" / "multihost" / "read_a_global_result.py"
 
 
+@pytest.mark.processes
 def test_a_sharded_result_is_unreadable_but_gathered_or_replicated_in_every_process():
     result = run_launcher("-n", "2", "--devices-per-process", "4", str(READING))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -231,6 +237,7 @@ def test_a_sharded_result_is_unreadable_but_gathered_or_replicated_in_every_proc
 HYBRID = ROOT / "examples" / "multihost" / "hybrid_mesh.py"
 
 
+@pytest.mark.processes
 def test_a_psum_over_the_local_axis_stays_inside_each_process():
     result = run_launcher("-n", "2", "--devices-per-process", "4", str(HYBRID))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -245,6 +252,7 @@ def test_a_psum_over_the_local_axis_stays_inside_each_process():
 BATCHES = ROOT / "examples" / "multihost" / "per_process_batches.py"
 
 
+@pytest.mark.processes
 def test_each_process_loads_its_rows_and_uneven_rows_are_refused_on_every_process():
     even = run_launcher("-n", "2", "--devices-per-process", "4", str(BATCHES))
     assert even.returncode == 0, even.stdout + even.stderr
