@@ -116,6 +116,8 @@ def run_tests(session: nox.Session) -> None:
     suite's time is XLA compiling the same small programs in process after process.
     """
     folder = Path(session.virtualenv.location) / ENVIRONMENT.COMPILATION_CACHE_FOLDER
+    if ENVIRONMENT.trim_compilation_cache(folder):
+        session.log(f"emptied {folder}: it held programs of more than 1 GiB")
     cache = ENVIRONMENT.compilation_cache_env(folder)
     for count in ENVIRONMENT.CHECKED_DEVICE_COUNTS:
         session.log(f"pytest on {count} CPU device(s)")

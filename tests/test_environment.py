@@ -13,6 +13,7 @@ from spmd_guide.environment import (
     kill_python_when,
     repository_root,
     run_python,
+    trim_compilation_cache,
 )
 
 # Every test here starts a process of its own.
@@ -47,6 +48,19 @@ def test_a_second_process_loads_what_the_first_compiled_from_the_cache(tmp_path,
     assert any((tmp_path / "cache").iterdir())
     second = run_python("-c", COMPILES_ONE_PROGRAM, devices=2)
     assert int(second.stdout) > 0
+
+
+def test_the_cache_folder_is_emptied_only_once_it_holds_more_than_its_bound(tmp_path):
+    folder = tmp_path / "cache"
+    assert not trim_compilation_cache(folder)  # none yet
+    folder.mkdir()
+    (folder / "a").write_bytes(b"x" * 600)
+    (folder / "b").write_bytes(b"x" * 400)
+    assert not trim_compilation_cache(folder, max_bytes=1000)
+    assert sorted(p.name for p in folder.iterdir()) == ["a", "b"]
+    (folder / "c").write_bytes(b"x")
+    assert trim_compilation_cache(folder, max_bytes=1000)
+    assert not folder.exists()
 
 
 def test_the_environment_names_the_platform_and_count():
