@@ -57,6 +57,7 @@ def test_an_instruction_names_its_operands_calls_channel_op_and_memory_spaces():
     assert program.instruction("loop").body == "body"
     assert set(program.instruction("loop").calls) == {"cond", "body"}
     assert [i.name for i in program.users("ag-start")] == ["ag-done"]
+    assert program.depends_on("next") == {"i", "one", "p"}
 
 
 def test_a_loop_body_its_trip_count_and_what_runs_outside_it():

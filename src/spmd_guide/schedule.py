@@ -231,6 +231,20 @@ class Program:
                 )
         return found
 
+    def depends_on(self, name: str) -> set[str]:
+        """The instructions of the same computation whose results ``name`` takes, directly or
+        through others."""
+        by_name = {i.name: i for i in self.computations[self.computation_of(name)]}
+        found: set[str] = set()
+        stack = list(by_name[name].operands)
+        while stack:
+            operand = stack.pop()
+            if operand in found or operand not in by_name:
+                continue
+            found.add(operand)
+            stack.extend(by_name[operand].operands)
+        return found
+
     def users(self, name: str) -> list[Instruction]:
         """The instructions of the same computation that take ``name``'s result."""
         instructions = self.computations[self.computation_of(name)]

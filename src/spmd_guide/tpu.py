@@ -43,9 +43,9 @@ class Chip:
 
 
 CHIPS = {
-    "v5e": Chip("TPU v5e", 8.1e11, 1.97e14, 5e10),
-    "v5p": Chip("TPU v5p", 2.8e12, 4.59e14, 1e11),
-    "v6e": Chip("TPU v6e", 1.6e12, 9.20e14, 1e11),
+    "v5e": Chip("TPU v5e", 8.1e11, 1.97e14, 4.5e10),
+    "v5p": Chip("TPU v5p", 2.8e12, 4.59e14, 9e10),
+    "v6e": Chip("TPU v6e", 1.6e12, 9.20e14, 9e10),
 }
 """Published figures by the prefix of a topology name (``"v5e:2x4"`` is a TPU v5e slice)."""
 

@@ -18,9 +18,9 @@
   // H100 80GB HBM3 (JAX 0.11.2, November 2026). H200: 75% of its datasheet's 141 GB, not measured.
   const GiB = 2 ** 30;
   const CHIPS = {
-    v5e: { name: "TPU v5e", hbm: 15.75 * GiB, hbmBandwidth: 8.1e11, flops: 1.97e14, link: 5e10, kind: "tpu" },
-    v5p: { name: "TPU v5p", hbm: 95.73 * GiB, hbmBandwidth: 2.8e12, flops: 4.59e14, link: 1e11, kind: "tpu" },
-    v6e: { name: "TPU v6e", hbm: 31.24 * GiB, hbmBandwidth: 1.6e12, flops: 9.2e14, link: 1e11, kind: "tpu" },
+    v5e: { name: "TPU v5e", hbm: 15.75 * GiB, hbmBandwidth: 8.1e11, flops: 1.97e14, link: 4.5e10, kind: "tpu" },
+    v5p: { name: "TPU v5p", hbm: 95.73 * GiB, hbmBandwidth: 2.8e12, flops: 4.59e14, link: 9e10, kind: "tpu" },
+    v6e: { name: "TPU v6e", hbm: 31.24 * GiB, hbmBandwidth: 1.6e12, flops: 9.2e14, link: 9e10, kind: "tpu" },
     h100: { name: "H100 SXM", hbm: 63.76e9, hbmBandwidth: 3.35e12, flops: 9.89e14, link: 4.5e11, kind: "gpu", nodeGpus: 8, network: 5e10 },
     h200: { name: "H200 SXM", hbm: 0.75 * 141e9, hbmBandwidth: 4.8e12, flops: 9.89e14, link: 4.5e11, kind: "gpu", nodeGpus: 8, network: 5e10 },
   };
