@@ -71,9 +71,6 @@ def join(args: argparse.Namespace) -> bool:
     if joining fails."""
     import jax
 
-    # Cross-process collectives between CPU devices run over Gloo (JAX's default for CPU).
-    # The setting is ignored on GPUs and TPUs, where JAX uses NCCL or the chips' interconnect.
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
     joined = exit_unless_joined_within(args.init_timeout, args)
     try:
         # Arguments left as None are filled in by JAX: the coordinator from

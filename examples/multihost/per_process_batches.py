@@ -26,8 +26,6 @@ def join_the_job() -> None:
         value = os.environ.get(name)
         return int(value) if value else None
 
-    # Cross-process collectives between CPU devices run over Gloo; ignored on GPUs and TPUs.
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
     # JAX reads JAX_COORDINATOR_ADDRESS itself but not these two, which the repository's
     # launcher sets; whatever is left None, JAX takes from the environment that srun, mpirun, a
     # TPU pod or Kubernetes gives each process.
