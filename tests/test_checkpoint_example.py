@@ -126,3 +126,16 @@ def test_a_device_count_that_cannot_split_the_model_is_refused(tmp_path):
     assert three.returncode == 2
     assert "3 devices cannot split the 128-wide embed dimension" in three.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_bucket_folder_is_kept_as_given_and_a_local_one_made_absolute(tmp_path, monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_and_resume", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    monkeypatch.chdir(tmp_path)
+    assert str(example.parse_args(["--dir", "gs://bucket/run"]).dir) == "gs://bucket/run"
+    assert str(example.parse_args(["--dir", "s3://bucket/run"]).dir) == "s3://bucket/run"
+    assert str(example.parse_args(["--dir", "run"]).dir) == str(tmp_path / "run")

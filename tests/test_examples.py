@@ -226,6 +226,14 @@ def test_the_grain_example_says_where_to_resume_from_when_there_is_nothing(no_cl
 
 
 @pytest.mark.once
+def test_the_grain_example_refuses_a_bucket_address_and_says_what_to_give(no_cluster):
+    refused = run_python(str(GRAIN), "--dir", "gs://bucket/run", devices=8, check=False)
+    assert refused.returncode == 2, refused.stderr
+    assert "'gs://bucket/run' is an address, not a folder" in refused.stderr
+    assert "every process sees" in refused.stderr and "Traceback" not in refused.stderr
+
+
+@pytest.mark.once
 def test_the_grain_example_says_a_preemption_needs_a_job_of_several_processes(no_cluster, tmp_path):
     refused = run_python(
         str(GRAIN), "--dir", str(tmp_path), "--stop-signal-after", "1", devices=8, check=False

@@ -27,16 +27,30 @@ import argparse
 import hashlib
 import os
 import sys
-from pathlib import Path
+
+from etils import epath
 
 EMBED, MLP_WIDTH, CLASSES, BATCH = 128, 512, 16, 256
 # Fully sharded: every weight's embed dimension, and the batch, split over the "data" axis.
 RULES = (("batch", "data"), ("embed", "data"), ("mlp", None), ("classes", None))
 
 
+def folder_path(text: str) -> epath.Path:
+    """The checkpoint folder as Orbax takes it: a bucket's address (gs://, s3://) kept as it is,
+    a local folder made absolute, since Orbax saves to absolute paths only."""
+    if "://" in text:
+        return epath.Path(text)
+    return epath.Path(os.path.abspath(text))
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dir", type=Path, required=True, help="the checkpoint folder")
+    parser.add_argument(
+        "--dir",
+        type=folder_path,
+        required=True,
+        help="the checkpoint folder: a local path, or a bucket such as gs://bucket/run",
+    )
     parser.add_argument("--steps", type=int, default=8, help="train up to this step (default 8)")
     parser.add_argument(
         "--save-every", type=int, default=2, help="save every this many steps (default 2)"
@@ -97,7 +111,7 @@ def digest(state) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    folder = args.dir.absolute()  # Orbax saves to absolute paths only
+    folder = args.dir
     if args.resume and not folder.is_dir():
         print(
             f"error: --resume: no checkpoint folder {folder}; run without --resume first",

@@ -263,10 +263,24 @@ def train(folder: Path, steps: int, resume: bool, stop_signal_after: int | None 
     print(f"process {index}: weights {hashlib.sha256(kernel.tobytes()).hexdigest()[:12]}")
 
 
+def shared_folder(text: str) -> Path:
+    """``--dir``: a folder of a file system, which every process of the job must see."""
+    if "://" in text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is an address, not a folder: this example writes its record file with "
+            "local file operations, so give a folder of a file system every process sees (a "
+            "shared file system, or a bucket mounted as one, e.g. with gcsfuse)"
+        )
+    return Path(text)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--dir", type=Path, required=True, help="where the records and checkpoints go"
+        "--dir",
+        type=shared_folder,
+        required=True,
+        help="where the records and checkpoints go: a folder every process sees",
     )
     parser.add_argument("--steps", type=int, default=8, help="train until this step")
     parser.add_argument("--resume", action="store_true", help="resume from the newest checkpoint")
