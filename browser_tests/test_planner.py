@@ -195,9 +195,9 @@ def test_a_bad_value_in_a_shared_address_is_named_not_replaced(context, site_url
 
 
 def test_a_shared_address_opens_its_configuration(context, site_url):
-    tab = open_planner(context, site_url, "tensor=8&remat=none&chip=h100")
+    tab = open_planner(context, site_url, "tensor=8&remat=saved&chip=h100")
     assert tab.input_value("#planner-tensor") == "8"
-    assert tab.input_value("#planner-remat") == "none"
+    assert tab.input_value("#planner-remat") == "saved"
     assert "H100 SXM" in tab.locator(".planner-summary").text_content()
 
 

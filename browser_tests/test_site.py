@@ -103,7 +103,7 @@ def test_every_internal_link_and_anchor_resolves():
             if not path.exists():
                 broken.append(f"{page}: {href} (no file)")
                 continue
-            # "#tensor=8&remat=none" is the planner's state in its address, not an anchor.
+            # "#tensor=8&remat=saved" is the planner's state in its address, not an anchor.
             if anchor and "=" not in anchor and path.suffix == ".html":
                 relative = str(path.relative_to(SITE))
                 ids = parsed[relative].ids if relative in parsed else _parse(path).ids

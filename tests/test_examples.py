@@ -18,8 +18,9 @@ EXAMPLES = Path(__file__).parents[1] / "examples"
 EXAMPLE = EXAMPLES / "distributed" / "sharding_spmd.py"
 # What a reader copying an example into their own project has installed.
 ALLOWED_IMPORTS = {"jax", "flax", "optax", "orbax", "numpy", *sys.stdlib_module_names}
-# An example about a loader needs the loader, as its page says.
-ALSO_ALLOWED = {"grain_per_process.py": {"grain", "array_record"}}
+# An example about a loader needs the loader, as its page says; the checkpoint example takes
+# its folder as Orbax's own path type, from etils, which orbax-checkpoint installs.
+ALSO_ALLOWED = {"grain_per_process.py": {"grain", "array_record"}, "train_and_resume.py": {"etils"}}
 
 
 @pytest.mark.parametrize("script", sorted(EXAMPLES.rglob("*.py")), ids=lambda p: p.name)

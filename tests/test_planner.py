@@ -42,7 +42,7 @@ def test_the_page_form_and_this_module_share_defaults_and_chips():
         (dict(data=1, zero=3), "give the data axis 2 or more devices, or choose stage 0"),
         (dict(tensor=1, sequence_parallel=True), "turn sequence parallel off"),
         (dict(layers=30, pipe=4), "choose a stage count that divides the layers"),
-        (dict(remat="some"), "remat must be one of none, selective, full"),
+        (dict(remat="some"), "remat must be one of saved, selective, full"),
         (dict(chip="a100"), "chip must be one of v5e, v5p, v6e, h100, h200"),
         (dict(layers=0), "layers must be a whole number from 1 to 10,000,000, got 0"),
         (dict(depth=4), 'unknown setting "depth"'),
@@ -68,18 +68,41 @@ def test_refusals_name_what_to_change(change, message):
 
 def test_communication_follows_the_ring_formulas():
     # 8 devices on `data`, ZeRO 0: one all-reduce of the whole float32 gradients, 2 (d-1)/d of
-    # them sent per device, at two v5e links of 45 GB/s.
+    # them sent per device, over one v5e link of 45 GB/s (a v5e axis of 8 has no wraparound).
     answer = planner.plan(dict(SMALL, data=8, batch=16))
     ((summed),) = answer["comms"]
     whole = 4 * (2 * (4 * 64 * 64 + 2 * 64 * 128) + 2 * 256 * 64)
     assert (summed["op"], summed["axis"]) == ("all-reduce", "data")
     assert summed["value"] == pytest.approx(2 * 7 / 8 * whole)
-    assert summed["seconds"] == pytest.approx(summed["value"] / (2 * 4.5e10))
+    assert summed["seconds"] == pytest.approx(summed["value"] / 4.5e10)
+    # A v5p axis of 4 or 8 closes into a ring with wraparound: two links of 90 GB/s.
+    ((on_v5p),) = planner.plan(dict(SMALL, data=8, batch=16, chip="v5p"))["comms"]
+    assert on_v5p["seconds"] == pytest.approx(on_v5p["value"] / (2 * 9e10))
+    # A pipeline's permute to the next stage uses one link, even where the axis wraps around.
+    piped = planner.plan(dict(SMALL, layers=4, pipe=4, data=2, microbatches=4, batch=16, chip="v5p"))
+    (permute,) = [c for c in piped["comms"] if c["op"] == "collective-permute"]
+    assert permute["seconds"] == pytest.approx(permute["value"] / 9e10)
     # Tensor parallelism on H100s: within a node NVLink, across nodes the network port.
     for tensor, link in ((8, "NVLink"), (16, "InfiniBand")):
         wide = dict(SMALL, heads=16, mlp=256, tensor=tensor, chip="h100")
         ((activations),) = planner.plan(wide)["comms"]
         assert (activations["axis"], activations["bandwidth"]) == ("tensor", link)
+
+
+def test_the_bound_is_the_busiest_axis_and_the_serial_time_adds_every_axis():
+    answer = planner.plan(dict(SMALL, data=2, tensor=2, pipe=2, microbatches=2, batch=16))
+    per_axis = {}
+    for comm in answer["comms"]:
+        per_axis[comm["axis"]] = per_axis.get(comm["axis"], 0) + comm["seconds"]
+    assert len(per_axis) == 3
+    assert answer["time"]["communication"]["value"] == pytest.approx(max(per_axis.values()))
+    assert answer["stepSeconds"]["serial"] == pytest.approx(
+        answer["time"]["compute"]["value"] + sum(per_axis.values())
+    )
+
+
+def test_an_address_shared_before_the_rename_opens_the_saved_policy():
+    assert planner.plan(dict(SMALL, remat="none"))["config"]["remat"] == "saved"
 
 
 def test_a_refusal_states_the_temporaries_the_step_needed():
@@ -97,7 +120,7 @@ def test_a_refusal_states_the_temporaries_the_step_needed():
 
 def test_the_fragment_holds_only_what_differs_from_the_defaults():
     assert planner.fragment({}) == ""
-    assert planner.fragment({"tensor": 8, "remat": "none"}) == "remat=none&tensor=8"
+    assert planner.fragment({"tensor": 8, "remat": "saved"}) == "remat=saved&tensor=8"
     assert planner.fragment({"sequence_parallel": True}) == "sequence_parallel=true"
 
 
@@ -112,9 +135,9 @@ def count(tree):
         dict(data=2, zero=0),
         dict(data=2, zero=1),
         dict(data=2, zero=3, microbatches=2),
-        dict(data=1, tensor=2, sequence_parallel=True, remat="none"),
+        dict(data=1, tensor=2, sequence_parallel=True, remat="saved"),
         dict(pipe=2, data=1, microbatches=2, schedule="gpipe", remat="selective"),
-        dict(pipe=2, data=2, microbatches=4, schedule="1f1b", remat="none", zero=1),
+        dict(pipe=2, data=2, microbatches=4, schedule="1f1b", remat="saved", zero=1),
     ],
 )
 def test_stored_bytes_are_the_compiled_steps_arguments_to_the_byte(layout):
@@ -220,7 +243,7 @@ def test_a_tpu_result_is_kept_under_the_programs_fingerprint(tmp_path, monkeypat
     assert planner.measure(config, "v5e:2x4") == first
     # Another program is another fingerprint, and is compiled.
     with pytest.raises(AssertionError, match="compiled a program"):
-        planner.measure(dict(config, remat="none"), "v5e:2x4")
+        planner.measure(dict(config, remat="saved"), "v5e:2x4")
 
 
 @pytest.mark.once

@@ -96,7 +96,7 @@ def chips() -> dict[str, Any]:
 # activations the formulas count; a remat policy says which of them the backward pass keeps.
 
 SAVED = {
-    "none": ("norm1", "q", "k", "v", "probs", "attn", "mid", "norm2", "up", "act"),
+    "saved": ("norm1", "q", "k", "v", "probs", "attn", "mid", "norm2", "up", "act"),
     "selective": ("norm1", "q", "k", "v", "attn", "mid", "norm2", "up", "act"),
     "full": (),
 }
@@ -711,19 +711,19 @@ CHECKED_CHANGES: dict[str, dict[str, Any]] = {
     "ZeRO 1, selective": dict(zero=1, remat="selective"),
     "ZeRO 3 (FSDP), full": dict(zero=3),
     "ZeRO 3, bf16 state, no remat": dict(
-        zero=3, remat="none", param_dtype="bfloat16", grad_dtype="bfloat16", opt_dtype="bfloat16"
+        zero=3, remat="saved", param_dtype="bfloat16", grad_dtype="bfloat16", opt_dtype="bfloat16"
     ),
     "ZeRO 3, 4 microbatches": dict(zero=3, microbatches=4),
-    "TP 8, no remat": dict(data=1, tensor=8, remat="none"),
+    "TP 8, no remat": dict(data=1, tensor=8, remat="saved"),
     "TP 8 + SP, full, batch 128": dict(data=1, tensor=8, sequence_parallel=True, batch=128),
     f"DP 2 {_BY} TP 4 + SP, ZeRO 1, batch 128": dict(
         data=2, tensor=4, zero=1, sequence_parallel=True, batch=128
     ),
-    "DP, 2 microbatches, no remat": dict(microbatches=2, remat="none"),
+    "DP, 2 microbatches, no remat": dict(microbatches=2, remat="saved"),
     f"DP 4 {_BY} TP 2, bf16 gradients": dict(data=4, tensor=2, grad_dtype="bfloat16"),
     f"PP 4 {_BY} DP 2, GPipe": dict(pipe=4, data=2, microbatches=4, schedule="gpipe"),
     f"PP 2 {_BY} TP 4, GPipe, no remat": dict(
-        pipe=2, data=1, tensor=4, microbatches=8, schedule="gpipe", remat="none"
+        pipe=2, data=1, tensor=4, microbatches=8, schedule="gpipe", remat="saved"
     ),
     f"PP 4 {_BY} DP 2, 1F1B, 8 microbatches": dict(pipe=4, data=2, microbatches=8, schedule="1f1b"),
     f"PP 2 {_BY} TP 4, 1F1B, selective": dict(

@@ -19,14 +19,14 @@
   const GiB = 2 ** 30;
   const CHIPS = {
     v5e: { name: "TPU v5e", hbm: 15.75 * GiB, hbmBandwidth: 8.1e11, flops: 1.97e14, link: 4.5e10, kind: "tpu" },
-    v5p: { name: "TPU v5p", hbm: 95.73 * GiB, hbmBandwidth: 2.8e12, flops: 4.59e14, link: 9e10, kind: "tpu" },
+    v5p: { name: "TPU v5p", hbm: 95.73 * GiB, hbmBandwidth: 2.8e12, flops: 4.59e14, link: 9e10, wrapsEvery: 4, kind: "tpu" },
     v6e: { name: "TPU v6e", hbm: 31.24 * GiB, hbmBandwidth: 1.6e12, flops: 9.2e14, link: 9e10, kind: "tpu" },
     h100: { name: "H100 SXM", hbm: 63.76e9, hbmBandwidth: 3.35e12, flops: 9.89e14, link: 4.5e11, kind: "gpu", nodeGpus: 8, network: 5e10 },
     h200: { name: "H200 SXM", hbm: 0.75 * 141e9, hbmBandwidth: 4.8e12, flops: 9.89e14, link: 4.5e11, kind: "gpu", nodeGpus: 8, network: 5e10 },
   };
 
   const DTYPE_BYTES = { float32: 4, bfloat16: 2 };
-  const REMAT = ["none", "selective", "full"];
+  const REMAT = ["saved", "selective", "full"];
   const SCHEDULES = ["gpipe", "1f1b"];
 
   const DEFAULTS = {
@@ -65,6 +65,8 @@
 
   function check(config) {
     const c = Object.assign({}, DEFAULTS, config);
+    // Addresses shared before the policy was renamed say "none" for it.
+    if (c.remat === "none") c.remat = "saved";
     for (const key of Object.keys(c)) {
       if (!(key in DEFAULTS)) fail(`unknown setting "${key}"; the settings are: ${Object.keys(DEFAULTS).join(", ")}`);
     }
@@ -160,12 +162,12 @@
     const split = (4 * h + 2 * f) / t;
     const probs = (n / t) * s * s * rows;
     const keptPerLayer = {
-      none: A * (tokens * (wide + split) + probs),
+      saved: A * (tokens * (wide + split) + probs),
       selective: A * tokens * (wide + split),
       full: A * tokens * h / sp,
     }[c.remat];
     const keptFormula = {
-      none: "bytes(act) · (b·s·(4h/sp + (4h + 2f)/t) + b·(n/t)·s²)",
+      saved: "bytes(act) · (b·s·(4h/sp + (4h + 2f)/t) + b·(n/t)·s²)",
       selective: "bytes(act) · b·s·(4h/sp + (4h + 2f)/t)",
       full: "bytes(act) · b·s·h/sp",
     }[c.remat];
@@ -250,14 +252,14 @@
     const attentionFlops = 4 * L * s * s * h * c.batch;
     // Selective remat recomputes the scores (Q·Kᵀ, half the attention's matmuls); full remat
     // the whole forward pass of the layers.
-    const recompute = { none: 0, selective: attentionFlops / 2, full: matmulFlops - 2 * V * h * c.batch * s + attentionFlops }[c.remat];
+    const recompute = { saved: 0, selective: attentionFlops / 2, full: matmulFlops - 2 * V * h * c.batch * s + attentionFlops }[c.remat];
     const flops = 3 * (matmulFlops + attentionFlops) + recompute;
     const bubble = p > 1 ? (m + p - 1) / m : 1;
     const compute = flops / devices / chip.flops * bubble;
     // Weights read whole (gathered, under ZeRO 3) per pass per microbatch, the optimizer's
     // update, and the kept activations written and read back. Not the intermediate values each
     // layer writes and reads again, which a fused kernel may keep on chip.
-    const passes = c.remat === "none" ? 3 : 4;
+    const passes = c.remat === "saved" ? 3 : 4;
     const keptTraffic = 2 * (L / p) * keptPerLayer * m;
     const hbmBytes = passes * m * held(1) * A + held(fsdp) * (2 * P + G) + 4 * held(stateSplit) * O + keptTraffic;
     const time = {};
@@ -270,14 +272,19 @@
     const axisSize = { data: d, tensor: t, pipe: p };
     const inner = { tensor: 1, data: t, pipe: t * d };
     for (const comm of comms) {
-      const bandwidth = axisBandwidth(chip, axisSize[comm.axis], inner[comm.axis]);
+      const bandwidth = axisBandwidth(chip, axisSize[comm.axis], inner[comm.axis], comm.op);
       comm.seconds = comm.value / bandwidth.bytesPerSecond;
       comm.bandwidth = bandwidth.label;
     }
     const commSeconds = comms.reduce((sum, comm) => sum + comm.seconds, 0);
-    time.communication = entry(commSeconds, "Σ bytes sent on each axis / that axis's bandwidth",
-      comms.map((comm) => `${comm.seconds.toExponential(2)} s (${comm.axis})`).join(" + ") || "0");
-    const bound = Math.max(compute, time.memory.value, commSeconds);
+    // Collectives on different axes use different links and may run at once: the bound is the
+    // busiest axis's time; their sum is the serial figure.
+    const perAxis = {};
+    for (const comm of comms) perAxis[comm.axis] = (perAxis[comm.axis] || 0) + comm.seconds;
+    const busiestAxis = Math.max(0, ...Object.values(perAxis));
+    time.communication = entry(busiestAxis, "max over axes of Σ bytes sent on that axis / its bandwidth",
+      Object.entries(perAxis).map(([axis, seconds]) => `${seconds.toExponential(2)} s (${axis})`).join(", max of ") || "0");
+    const bound = Math.max(compute, time.memory.value, busiestAxis);
 
     return {
       config: c,
@@ -294,11 +301,18 @@
     };
   }
 
-  // The bandwidth one device has for a ring over a mesh axis.
-  function axisBandwidth(chip, size, innerDevices) {
+  // The bandwidth one device has for a collective over a mesh axis.
+  function axisBandwidth(chip, size, innerDevices, op) {
     if (chip.kind === "tpu") {
-      // A ring along one dimension of the torus uses a link each way.
-      return { bytesPerSecond: 2 * chip.link, label: "2 × ICI link" };
+      // A ring sends both ways round, over two links, only where the axis closes into a ring:
+      // a v5p slice has wraparound links along a dimension that is a multiple of 4, a v5e or
+      // v6e slice only along a whole pod's 16 (How to Scale Your Model, part 2). The planner
+      // cannot tell how a mesh axis lies on the slice, so it counts wraparound on v5p axes of a
+      // multiple of 4 only. A permute to the next stage uses one link.
+      const wraps = wrapsAround(chip, size) && op !== "collective-permute";
+      return wraps
+        ? { bytesPerSecond: 2 * chip.link, label: "2 × ICI link (a ring with wraparound)" }
+        : { bytesPerSecond: chip.link, label: "1 × ICI link (no wraparound assumed)" };
     }
     if (size * innerDevices <= chip.nodeGpus) {
       return { bytesPerSecond: chip.link, label: "NVLink" };
@@ -306,7 +320,11 @@
     return { bytesPerSecond: chip.network, label: "InfiniBand" };
   }
 
-  // A configuration as the settings that differ from the defaults, "tensor=8&remat=none": the
+  function wrapsAround(chip, size) {
+    return chip.wrapsEvery !== undefined && size % chip.wrapsEvery === 0;
+  }
+
+  // A configuration as the settings that differ from the defaults, "tensor=8&remat=saved": the
   // page's address carries it after the "#".
   function fragment(config) {
     return Object.entries(check(config))

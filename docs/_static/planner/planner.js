@@ -24,7 +24,7 @@
     ["Training", [
       ["batch", "Global batch (sequences)", "number"],
       ["microbatches", "Microbatches", "number"],
-      ["remat", "Remat policy", [["none", "none: keep every activation"], ["selective", "selective: recompute attention scores"], ["full", "full: keep each layer's input"]]],
+      ["remat", "Remat policy", [["saved", "saved: keep the named activations, recompute none"], ["selective", "selective: recompute attention scores"], ["full", "full: keep each layer's input"]]],
     ]],
     ["Parallelism", [
       ["data", "Data axis", "number"],
