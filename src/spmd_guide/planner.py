@@ -95,6 +95,9 @@ def chips() -> dict[str, Any]:
 # layers run under jax.lax.scan, as large models run. The names given to checkpoint_name are the
 # activations the formulas count; a remat policy says which of them the backward pass keeps.
 
+REMAT_POLICIES = ("saved", "selective", "full")
+"""The remat settings of the planner's form."""
+
 SAVED = {
     "saved": ("norm1", "q", "k", "v", "probs", "attn", "mid", "norm2", "up", "act"),
     "selective": ("norm1", "q", "k", "v", "attn", "mid", "norm2", "up", "act"),
@@ -696,44 +699,8 @@ def measure(c: Mapping[str, Any], target: str = "cpu") -> CompiledPlan:
 
 
 # The configurations the planner page compiles for TPU slices. They live here, not on the page,
-# so that the build can compile them before any page runs (:func:`keep_tpu_plans`).
-
-CHECKED_MODEL: dict[str, Any] = dict(
-    layers=24, width=2048, heads=16, mlp=8192, vocab=32000, seq=2048, batch=64,
-    data=8, zero=0, tensor=1, pipe=1, remat="full", chip="v5e",
-)  # fmt: skip
-"""The model of the page's grid, 1.3 billion parameters on 8 devices, data parallel."""
-
-_BY = "\N{MULTIPLICATION SIGN}"
-
-CHECKED_CHANGES: dict[str, dict[str, Any]] = {
-    "DP, full remat": dict(),
-    "ZeRO 1, selective": dict(zero=1, remat="selective"),
-    "ZeRO 3 (FSDP), full": dict(zero=3),
-    "ZeRO 3, bf16 state, no remat": dict(
-        zero=3, remat="saved", param_dtype="bfloat16", grad_dtype="bfloat16", opt_dtype="bfloat16"
-    ),
-    "ZeRO 3, 4 microbatches": dict(zero=3, microbatches=4),
-    "TP 8, no remat": dict(data=1, tensor=8, remat="saved"),
-    "TP 8 + SP, full, batch 128": dict(data=1, tensor=8, sequence_parallel=True, batch=128),
-    f"DP 2 {_BY} TP 4 + SP, ZeRO 1, batch 128": dict(
-        data=2, tensor=4, zero=1, sequence_parallel=True, batch=128
-    ),
-    "DP, 2 microbatches, no remat": dict(microbatches=2, remat="saved"),
-    f"DP 4 {_BY} TP 2, bf16 gradients": dict(data=4, tensor=2, grad_dtype="bfloat16"),
-    f"PP 4 {_BY} DP 2, GPipe": dict(pipe=4, data=2, microbatches=4, schedule="gpipe"),
-    f"PP 2 {_BY} TP 4, GPipe, no remat": dict(
-        pipe=2, data=1, tensor=4, microbatches=8, schedule="gpipe", remat="saved"
-    ),
-    f"PP 4 {_BY} DP 2, 1F1B, 8 microbatches": dict(pipe=4, data=2, microbatches=8, schedule="1f1b"),
-    f"PP 2 {_BY} TP 4, 1F1B, selective": dict(
-        pipe=2, data=1, tensor=4, microbatches=8, schedule="1f1b", remat="selective"
-    ),
-}
-"""Each configuration of the grid as its changes to :data:`CHECKED_MODEL`, by its name."""
-
-CHECKED_SLICE = "v5e:2x4"
-"""The TPU slice the grid is compiled for."""
+# so that the build can compile them before any page runs (:func:`keep_tpu_plans`): the drawn
+# configurations below, and the question the page opens with.
 
 QUESTION: dict[str, Any] = dict(
     layers=32, width=4096, heads=32, mlp=16384, vocab=32000, seq=4096, batch=256,
@@ -752,12 +719,125 @@ QUESTION_SLICE = "v5e:8x8"
 """The TPU slice the question is compiled for."""
 
 
+# Configurations drawn to cover the form, so that the bands the page states hold where readers
+# use the planner, not only where the formulas were tuned.
+
+DRAW_SEED = 20261127
+"""The seed of :func:`drawn_configurations`: the same draws at every build."""
+
+CPU_DRAWS = 30
+"""How many drawn configurations the build compiles with the CPU compiler."""
+
+TPU_DRAWS = 10
+"""How many of them (:func:`spanning`) it compiles with the TPU compiler for :data:`DRAWN_SLICE`."""
+
+DRAWN_SLICE = "v5e:2x4"
+"""The TPU slice the drawn configurations are compiled for: 8 chips, as the CPU has devices."""
+
+_SHAPES = ((1024, 8), (1024, 16), (2048, 16), (2048, 32), (3072, 24), (4096, 32))
+_MESHES = ((1, 8, 1), (1, 4, 2), (1, 2, 4), (1, 1, 8), (2, 4, 1), (2, 2, 2), (2, 1, 4), (4, 2, 1))
+
+
+def drawn_configurations(
+    count: int = CPU_DRAWS, seed: int = DRAW_SEED, devices: int = 8
+) -> list[dict[str, Any]]:
+    """``count`` configurations on ``devices`` devices, drawn at random (seeded) from every
+    choice the form offers: the model's shape, the dtypes, the batch and microbatches, the
+    remat policy, the mesh's three axes, ZeRO, sequence parallelism and the pipeline schedule.
+    Each is completed by :func:`plan` (a draw it refuses is drawn again); v5e is the chip."""
+    import random
+
+    rng = random.Random(seed)
+    meshes = [mesh for mesh in _MESHES if math.prod(mesh) == devices]
+    found: list[dict[str, Any]] = []
+    while len(found) < count:
+        pipe, data, tensor = rng.choice(meshes)
+        width, heads = rng.choice(_SHAPES)
+        microbatches = rng.choice((pipe, 2 * pipe)) if pipe > 1 else rng.choice((1, 1, 2, 4))
+        draw = dict(
+            layers=pipe * rng.choice((2, 4, 8, 12)),
+            width=width,
+            heads=heads,
+            mlp=4 * width,
+            vocab=rng.choice((32000, 50304)),
+            seq=rng.choice((1024, 2048, 4096)),
+            batch=data * microbatches * rng.choice((1, 2, 4)),
+            microbatches=microbatches,
+            remat=rng.choice(REMAT_POLICIES),
+            pipe=pipe,
+            data=data,
+            tensor=tensor,
+            zero=rng.choice((0, 1, 3)) if data > 1 else 0,
+            sequence_parallel=tensor > 1 and rng.random() < 0.5,
+            schedule=rng.choice(("gpipe", "1f1b")),
+            param_dtype=rng.choice(("float32", "float32", "bfloat16")),
+            grad_dtype=rng.choice(("float32", "bfloat16")),
+            opt_dtype=rng.choice(("float32", "bfloat16")),
+            act_dtype=rng.choice(("bfloat16", "bfloat16", "float32")),
+            chip="v5e",
+        )
+        if draw["pipe"] > 1 and draw["schedule"] == "1f1b" and draw["grad_dtype"] == "bfloat16":
+            continue  # this build's XLA:CPU aborts compiling it (ONE_F_ONE_B_BF16_ABORTS)
+        try:
+            found.append(plan(draw)["config"])
+        except PlannerError:
+            continue
+    return found
+
+
+ONE_F_ONE_B_BF16_ABORTS = (
+    "XLA:CPU in jaxlib 0.12.0.1 aborts the process compiling the 1F1B step with bfloat16 "
+    "gradients (AllReducePromotion: 'Invalid binary instruction opcode copy'), so such draws "
+    "are drawn again; tests/test_planner.py checks that it still does"
+)
+
+
+def _features(c: Mapping[str, Any]) -> set[str]:
+    """What of the form a configuration exercises, for :func:`spanning`."""
+    features = {
+        f"zero {c['zero']}",
+        f"remat {c['remat']}",
+        f"params {c['param_dtype']}",
+        f"gradients {c['grad_dtype']}",
+        f"moments {c['opt_dtype']}",
+        f"activations {c['act_dtype']}",
+    }
+    features |= {axis for axis in MESH_AXES if c[axis] > 1}
+    if c["pipe"] > 1:
+        features.add(f"schedule {c['schedule']}")
+    if c["microbatches"] > 1:
+        features.add("microbatches")
+    if c["sequence_parallel"]:
+        features.add("sequence parallel")
+    return features
+
+
+def spanning(configs: Sequence[Mapping[str, Any]], count: int) -> list[int]:
+    """The positions of ``count`` of ``configs`` that between them exercise as many of the form's
+    choices as they can: each pick adds the most choices not yet exercised (the earliest on a
+    tie), until every choice is, after which the earliest left are taken."""
+    chosen: list[int] = []
+    covered: set[str] = set()
+    while len(chosen) < min(count, len(configs)):
+        left = [n for n in range(len(configs)) if n not in chosen]
+        best = max(left, key=lambda n: (len(_features(configs[n]) - covered), -n))
+        chosen.append(best)
+        covered |= _features(configs[best])
+    return sorted(chosen)
+
+
+def drawn_tpu_checks() -> list[dict[str, Any]]:
+    """The drawn configurations the build compiles for :data:`DRAWN_SLICE`."""
+    drawn = drawn_configurations()
+    return [drawn[n] for n in spanning(drawn, TPU_DRAWS)]
+
+
 def tpu_checks() -> list[tuple[dict[str, Any], str]]:
     """Every configuration (as :func:`plan` completes it) the planner page compiles for a TPU
     slice, with the slice."""
-    grid = [(dict(CHECKED_MODEL, **change), CHECKED_SLICE) for change in CHECKED_CHANGES.values()]
+    drawn = [(config, DRAWN_SLICE) for config in drawn_tpu_checks()]
     question = [(dict(QUESTION, **change), QUESTION_SLICE) for change in QUESTION_CHANGES.values()]
-    return [(plan(config)["config"], target) for config, target in grid + question]
+    return drawn + [(plan(config)["config"], target) for config, target in question]
 
 
 def keep_tpu_plans(folder: str | os.PathLike[str]) -> tuple[int, int]:

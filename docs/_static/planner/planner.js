@@ -272,7 +272,8 @@
     const like = checked.filter((row) => kind(row.config) === kind(answer.config));
     const rows = like.length ? like : checked;
     if (!rows.length) return null;
-    const ratios = rows.flatMap((row) => [row.ratios.cpu, row.ratios.tpu]);
+    // Every configuration has the CPU's ratio; those the TPU compiler compiled have its too.
+    const ratios = rows.flatMap((row) => [row.ratios.cpu, row.ratios.tpu]).filter((r) => typeof r === "number");
     return { low: Math.min(...ratios), high: Math.max(...ratios), count: rows.length, like: like.length > 0 };
   }
 
