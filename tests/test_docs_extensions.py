@@ -391,20 +391,21 @@ def _tpu_plans_build(tmp_path, monkeypatch, script: str):
 
     monkeypatch.setattr(tpu_plans, "COMMAND", [sys.executable, "-c", script])
     monkeypatch.setenv("SPMD_GUIDE_TPU_PLANS", str(tmp_path / "plans"))
+    monkeypatch.setenv("SPMD_GUIDE_CPU_PLANS", str(tmp_path / "cpu-plans"))
     config = type("Config", (), {"nb_execution_mode": "cache"})()
     app = type("App", (), {"doctreedir": str(tmp_path / "doctrees"), "config": config})()
     return tpu_plans, app
 
 
 def test_the_planner_pages_tpu_compiles_run_before_it_is_read(tmp_path, monkeypatch):
-    script = "import sys; print(sys.argv[1], '17 compiled, 0 already kept, in 1 s')"
+    script = "import sys; print(sys.argv[1], sys.argv[2], '13 compiled, 0 already kept, in 1 s')"
     tpu_plans, app = _tpu_plans_build(tmp_path, monkeypatch, script)
     ran = []
     monkeypatch.setattr(tpu_plans.logger, "info", ran.append)
     tpu_plans._compile_before_reading(app, None, ["guide/memory"])
     assert ran == []  # the planner page is not to be read: nothing compiles
     tpu_plans._compile_before_reading(app, None, ["guide/memory", "guide/planner"])
-    assert f"{tmp_path / 'plans'} 17 compiled" in ran[-1]
+    assert f"{tmp_path / 'plans'} {tmp_path / 'cpu-plans'} 13 compiled" in ran[-1]
 
 
 def test_failed_tpu_compiles_stop_the_build_with_their_output(tmp_path, monkeypatch):

@@ -259,6 +259,25 @@ def test_the_build_keeps_each_tpu_check_once(tmp_path, monkeypatch):
     assert planner.measure(small, "v5e:2x4").collectives  # read back, as the page reads it
 
 
+@pytest.mark.once
+def test_the_cpu_checks_are_compiled_afresh_and_read_back(tmp_path, monkeypatch):
+    small = planner.plan(dict(SMALL, data=8))["config"]
+    monkeypatch.setattr(planner, "drawn_configurations", lambda: [small])
+    monkeypatch.setenv("SPMD_GUIDE_CPU_PLANS", "")
+    stale = tmp_path / "cpu" / "stale.json"
+    stale.parent.mkdir()
+    stale.write_text("{}")
+    assert planner.compile_cpu_checks(tmp_path / "cpu") == 1
+    assert [p.name for p in (tmp_path / "cpu").iterdir()] != ["stale.json"]
+    assert not stale.exists() and len(list((tmp_path / "cpu").iterdir())) == 1
+
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("compiled a program whose result was kept")
+
+    monkeypatch.setattr(jax.stages.Lowered, "compile", no_compiling)
+    assert planner.measure(small, "cpu").argument_bytes > 0  # read back, as the page reads it
+
+
 def test_the_tpu_checks_are_the_spanning_draws_and_the_question():
     checks = planner.tpu_checks()
     drawn = [config for config, target in checks if target == planner.DRAWN_SLICE]

@@ -1,13 +1,15 @@
-"""The planner page's TPU compiles, run before any page executes.
+"""The planner page's compiles, run before any page executes.
 
-The planner page compares its formulas with what the TPU compiler planned for seventeen training
-steps of billion-parameter models; compiling one takes 20 to 40 s on two cores. Run inside the
-page, they would make it the build's one page of minutes on a fresh clone. Before the pages are
-read, this extension compiles them in a process of their own
-(``python -m spmd_guide.planner FOLDER``), keeping each result in the folder that
-``SPMD_GUIDE_TPU_PLANS`` names under a fingerprint of the lowered program, the slice and the
-versions; the page, executed in the same build, lowers the same programs and reads the results.
-Nothing is compiled when the folder already holds them, and nothing runs unless the planner page
+The planner page compares its formulas with what the TPU compiler planned for thirteen training
+steps of models of up to billions of parameters; compiling one takes 10 to 40 s on two cores.
+Run inside the page, they would make it the build's one page of minutes on a fresh clone; so
+would its thirty CPU compiles, a second or two each, beside the other pages. Before the pages
+are read, this extension compiles both in a process of their own
+(``python -m spmd_guide.planner TPU_FOLDER CPU_FOLDER``), keeping each result under a fingerprint
+of the lowered program, the target and the versions: the TPU's in the folder that
+``SPMD_GUIDE_TPU_PLANS`` names, kept between builds, and the CPU's in the folder that
+``SPMD_GUIDE_CPU_PLANS`` names, emptied and compiled again every build. The page, executed in the
+same build, lowers the same programs and reads the results. Nothing runs unless the planner page
 is to be read with execution on. Run beside the pages instead, at a lower priority, the compiles
 made a fresh clone's build slower (612 s against 583 s on 2 cores) and pushed other pages over a
 minute: the pages leave too little of two cores idle. The folder defaults to ``tpu-plans``
@@ -44,21 +46,25 @@ def _compile_before_reading(app: Sphinx, env: BuildEnvironment, docnames: list[s
     folder = os.environ.setdefault(
         "SPMD_GUIDE_TPU_PLANS", str(Path(app.doctreedir).parent / "tpu-plans")
     )
+    # The CPU's plans are compiled again every build, into the build's own folder.
+    cpu_folder = os.environ.setdefault(
+        "SPMD_GUIDE_CPU_PLANS", str(Path(app.doctreedir).parent / "cpu-plans")
+    )
     started = time.perf_counter()
-    logger.info("compiling the planner page's TPU steps (minutes, unless already kept)…")
+    logger.info("compiling the planner page's steps (minutes, unless the TPU's are kept)…")
     result = subprocess.run(
-        [*COMMAND, folder],
+        [*COMMAND, folder, cpu_folder],
         capture_output=True,
         text=True,
         timeout=1800,
     )
     if result.returncode:
         raise ExtensionError(
-            f"compiling the planner page's TPU steps failed (exit {result.returncode}):\n"
+            f"compiling the planner page's steps failed (exit {result.returncode}):\n"
             f"{result.stderr[-3000:]}"
         )
     logger.info(
-        f"planner TPU steps: {result.stdout.strip()} "
+        f"planner steps: {result.stdout.strip()} "
         f"({time.perf_counter() - started:.0f} s with start-up)"
     )
 

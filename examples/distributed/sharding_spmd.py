@@ -12,8 +12,8 @@ batch is split over the mesh's "data" axis.
 
 The script needs only jax, flax, optax and numpy. It runs on one host's GPUs or TPUs as it is
 (give --mesh sizes that multiply to their count); on several hosts it would not join them, since
-it never calls jax.distributed.initialize and feeds the whole batch from one process; on a machine with only a CPU, JAX is given 8 CPU devices
-unless JAX_NUM_CPU_DEVICES says otherwise.
+it never calls jax.distributed.initialize and feeds the whole batch from one process. On a
+machine with only a CPU, JAX is given 8 CPU devices unless JAX_NUM_CPU_DEVICES says otherwise.
 """
 
 from __future__ import annotations

@@ -627,6 +627,26 @@ def _read(compiled: Any, mesh: jax.sharding.Mesh, target: str) -> CompiledPlan:
     )
 
 
+def _fingerprint(lowered: Any, target: str) -> str:
+    """What a compiler's plan depends on: the program, the target, the versions, the flags."""
+    import importlib.metadata
+
+    versions = [jax.__version__]
+    if target != "cpu":
+        versions.append(importlib.metadata.version("libtpu"))
+    return hashlib.sha256(
+        "\0".join(
+            [
+                lowered.as_text(),
+                target,
+                *versions,
+                os.environ.get("XLA_FLAGS", ""),
+                os.environ.get("LIBTPU_INIT_ARGS", ""),
+            ]
+        ).encode()
+    ).hexdigest()
+
+
 def measure(c: Mapping[str, Any], target: str = "cpu") -> CompiledPlan:
     """Compile configuration ``c`` (as :func:`plan` completes it) and read the compiler's plan.
 
@@ -637,7 +657,9 @@ def measure(c: Mapping[str, Any], target: str = "cpu") -> CompiledPlan:
 
     When the environment variable ``SPMD_GUIDE_TPU_PLANS`` names a folder, a TPU result is kept
     there under a fingerprint of the lowered program, the topology, and the JAX and libtpu
-    versions, and read back for the same program instead of compiling it again.
+    versions, and read back for the same program instead of compiling it again;
+    ``SPMD_GUIDE_CPU_PLANS`` does the same for CPU results (the docs build empties that folder
+    and compiles afresh each build, :func:`compile_cpu_checks`).
 
     Raises:
         ValueError: if the target's devices do not number the configuration's.
@@ -657,28 +679,10 @@ def measure(c: Mapping[str, Any], target: str = "cpu") -> CompiledPlan:
         )
     mesh = mesh_for(c, devices)
     lowered = lower_step(c, mesh)
-    if target == "cpu":
-        options = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
-        return _read(lowered.compile(compiler_options=options), mesh, target)
-    folder = os.environ.get("SPMD_GUIDE_TPU_PLANS")
+    folder = os.environ.get("SPMD_GUIDE_CPU_PLANS" if target == "cpu" else "SPMD_GUIDE_TPU_PLANS")
     kept = None
     if folder:
-        import importlib.metadata
-
-        fingerprint = hashlib.sha256(
-            "\0".join(
-                [
-                    lowered.as_text(),
-                    target,
-                    jax.__version__,
-                    importlib.metadata.version("libtpu"),
-                    # Flags change what the compiler plans.
-                    os.environ.get("XLA_FLAGS", ""),
-                    os.environ.get("LIBTPU_INIT_ARGS", ""),
-                ]
-            ).encode()
-        ).hexdigest()
-        kept = Path(folder) / f"{fingerprint}.json"
+        kept = Path(folder) / f"{_fingerprint(lowered, target)}.json"
         if kept.is_file():
             fields = json.loads(kept.read_text())
             fields["collectives"] = tuple(tuple(pair) for pair in fields.get("collectives", ()))
@@ -686,6 +690,13 @@ def measure(c: Mapping[str, Any], target: str = "cpu") -> CompiledPlan:
                 return CompiledPlan(**fields)
             except TypeError:
                 pass  # kept by an older CompiledPlan: compile again and keep the new one
+    if target == "cpu":
+        options = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+        result = _read(lowered.compile(compiler_options=options), mesh, target)
+        if kept is not None:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            kept.write_text(json.dumps(asdict(result)))
+        return result
     try:
         result = _read(lowered.compile(), mesh, target)
     except jax.errors.JaxRuntimeError as error:
@@ -723,7 +734,7 @@ QUESTION_SLICE = "v5e:8x8"
 # use the planner, not only where the formulas were tuned.
 
 DRAW_SEED = 20261127
-"""The seed of :func:`drawn_configurations`: the same draws at every build."""
+"""The seed of :func:`drawn_configurations`, so that every build draws the same."""
 
 CPU_DRAWS = 30
 """How many drawn configurations the build compiles with the CPU compiler."""
@@ -732,7 +743,7 @@ TPU_DRAWS = 10
 """How many of them (:func:`spanning`) it compiles with the TPU compiler for :data:`DRAWN_SLICE`."""
 
 DRAWN_SLICE = "v5e:2x4"
-"""The TPU slice the drawn configurations are compiled for: 8 chips, as the CPU has devices."""
+"""The TPU slice the drawn configurations are compiled for, 8 chips as the CPU has 8 devices."""
 
 _SHAPES = ((1024, 8), (1024, 16), (2048, 16), (2048, 32), (3072, 24), (4096, 32))
 _MESHES = ((1, 8, 1), (1, 4, 2), (1, 2, 4), (1, 1, 8), (2, 4, 1), (2, 2, 2), (2, 1, 4), (4, 2, 1))
@@ -776,7 +787,7 @@ def drawn_configurations(
             act_dtype=rng.choice(("bfloat16", "bfloat16", "float32")),
             chip="v5e",
         )
-        if draw["pipe"] > 1 and draw["schedule"] == "1f1b" and draw["grad_dtype"] == "bfloat16":
+        if pipe > 1 and draw["schedule"] == "1f1b" and draw["grad_dtype"] == "bfloat16":
             continue  # this build's XLA:CPU aborts compiling it (ONE_F_ONE_B_BF16_ABORTS)
         try:
             found.append(plan(draw)["config"])
@@ -858,12 +869,39 @@ def keep_tpu_plans(folder: str | os.PathLike[str]) -> tuple[int, int]:
     return compiled, len(checks) - compiled
 
 
+def compile_cpu_checks(folder: str | os.PathLike[str]) -> int:
+    """Compile every drawn configuration with this process's CPU compiler, afresh: ``folder``
+    is emptied first, then holds each result as :func:`measure` keeps it, for the page to read.
+
+    Returns:
+        How many programs were compiled.
+
+    Raises:
+        ValueError: if this process has fewer than 8 CPU devices.
+    """
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
+    os.environ["SPMD_GUIDE_CPU_PLANS"] = os.fspath(folder)
+    drawn = drawn_configurations()
+    for config in drawn:
+        measure(config, "cpu")
+    return len(drawn)
+
+
 if __name__ == "__main__":
-    # The docs build runs this before any page executes: python -m spmd_guide.planner FOLDER
+    # The docs build runs this before any page executes:
+    #     python -m spmd_guide.planner TPU_FOLDER CPU_FOLDER
     import sys
     import time
 
+    jax.config.update("jax_num_cpu_devices", 8)
     started = time.perf_counter()
     compiled_now, already = keep_tpu_plans(sys.argv[1])
-    seconds = time.perf_counter() - started
-    print(f"{compiled_now} compiled, {already} already kept, in {seconds:.0f} s")
+    tpu_seconds = time.perf_counter() - started
+    on_cpu = compile_cpu_checks(sys.argv[2])
+    cpu_seconds = time.perf_counter() - started - tpu_seconds
+    print(
+        f"TPU: {compiled_now} compiled, {already} already kept, in {tpu_seconds:.0f} s; "
+        f"CPU: {on_cpu} compiled in {cpu_seconds:.0f} s"
+    )
