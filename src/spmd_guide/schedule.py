@@ -35,7 +35,10 @@ _RUNS_SCHEDULED = frozenset({"while", "call", "conditional"})
 """Opcodes whose called computations are scheduled computations of their own."""
 
 _INSTRUCTION = re.compile(r"^\s*(ROOT\s+)?%([\w.\-]+)\s*=\s*(.*)$")
-_CALLS = re.compile(r"\b(calls|body|condition|to_apply|called_computations)=\{?%([\w.\-,% ]+)\}?")
+_CALLS = re.compile(
+    r"\b(?:calls|body|condition|to_apply)=%([\w.\-]+)"
+    r"|\b(?:called_computations|branch_computations)=\{([^}]*)\}"
+)
 _CHANNEL = re.compile(r"\bchannel_id=(\d+)")
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
 _MEMORY_SPACE = re.compile(r"S\((\d+)\)")
@@ -366,7 +369,7 @@ def _instruction(line: str) -> Instruction | None:
     calls = tuple(
         callee.strip().lstrip("%")
         for found in _CALLS.finditer(arguments)
-        for callee in found.group(2).split(",")
+        for callee in (found.group(1) or found.group(2)).split(",")
         if callee.strip()
     )
     channel = _CHANNEL.search(arguments)
