@@ -81,6 +81,10 @@ def test_an_async_pair_brackets_what_is_scheduled_between_its_start_and_done():
     assert (pair.computation, pair.kind, pair.arrays) == ("body", "all-gather", ("f32[16,16]",))
     assert [i.name for i in pair.between] == ["m"]
     assert [i.name for i in matmuls(program, pair.between)] == ["m"]
+    # The loop runs the matmul; outside the loop nothing does.
+    entry = program.computations["main"]
+    assert [i.name for i in matmuls(program, entry)] == ["loop"]
+    assert matmuls(program, entry, through_loops=False) == []
 
 
 def test_a_done_without_its_start_and_a_text_without_entry_are_refused():

@@ -197,10 +197,13 @@ class Program:
         owner = self._scheduled_owner(computation)
         return owner if owner in bodies else None
 
-    def inside(self, instruction: Instruction) -> set[str]:
-        """The opcodes of everything ``instruction`` runs: its own and, for a fusion or a
-        call, those of the computations it calls, through every level."""
+    def inside(self, instruction: Instruction, through_loops: bool = True) -> set[str]:
+        """The opcodes of everything ``instruction`` runs: its own and those of the computations
+        it calls, through every level; with ``through_loops`` false, not into a loop, a call or
+        a conditional (computations scheduled on their own), only into fusions and reductions."""
         opcodes = {instruction.opcode}
+        if not through_loops and instruction.opcode in _RUNS_SCHEDULED:
+            return opcodes
         stack = list(instruction.calls)
         seen: set[str] = set()
         while stack:
@@ -210,7 +213,8 @@ class Program:
             seen.add(name)
             for inner in self.computations.get(name, ()):
                 opcodes.add(inner.opcode)
-                stack.extend(inner.calls)
+                if through_loops or inner.opcode not in _RUNS_SCHEDULED:
+                    stack.extend(inner.calls)
         return opcodes
 
     def collectives(self, computation: str) -> list[ScheduledCollective]:
@@ -433,6 +437,9 @@ def _is_done(instruction: Instruction) -> bool:
     )
 
 
-def matmuls(program: Program, instructions: Iterable[Instruction]) -> list[Instruction]:
-    """Those of ``instructions`` that compute a matrix product, themselves or in a fusion."""
-    return [i for i in instructions if program.inside(i) & MATMULS]
+def matmuls(
+    program: Program, instructions: Iterable[Instruction], through_loops: bool = True
+) -> list[Instruction]:
+    """Those of ``instructions`` that compute a matrix product, themselves or in what they call
+    (with ``through_loops`` false, not in a loop they run: :meth:`Program.inside`)."""
+    return [i for i in instructions if program.inside(i, through_loops) & MATMULS]
