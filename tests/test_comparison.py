@@ -102,14 +102,16 @@ def test_the_table_has_a_row_per_measurement(mesh, data):
     table = markdown_table([m, m]).splitlines()
     assert len(table) == 4
     assert table[2].startswith(f"| dp | ({mesh.size},) | {m.param_bytes:,} B | 100.0% |")
-    assert f"{m.temporary_bytes:,} B" in table[2]
+    assert f"{m.temporary_bytes:,} B" in table[2] and f"{m.step_bytes:,} B" in table[2]
+    # The step's whole memory: its arguments are at least the parameters and Adam's state.
+    assert m.step_bytes >= m.temporary_bytes + m.param_bytes + m.optimizer_bytes
 
 
 def test_the_table_has_no_column_for_a_collective_no_step_contains(mesh, data):
     dp, fsdp = measure("dp", mesh, data, steps=1), measure("fsdp", mesh, data, steps=1)
     header = markdown_table([dp, fsdp]).splitlines()[0].strip("| ").split(" | ")
     present = [name for name in COLLECTIVES if dp.collectives[name] or fsdp.collectives[name]]
-    assert header[header.index("temporaries / device") + 1 :] == present
+    assert header[header.index("step / device") + 1 :] == present
     assert "all-to-all" not in header and "collective-permute" not in header
 
 
@@ -126,12 +128,15 @@ def test_the_step_is_also_compiled_for_a_tpu_slice(mesh, data):
     assert fsdp.tpu_collectives is not None
     assert fsdp.tpu_collectives["all-gather"] > 0 and fsdp.collectives["all-gather"] > 0
     header, _, row = (line.strip("| ").split(" | ") for line in markdown_table([fsdp]).splitlines())
-    assert header[5:8] == [
+    assert header[5:10] == [
         "temporaries / device, CPU",
         "temporaries / device, TPU",
+        "step / device, CPU",
+        "step / device, TPU",
         "all-reduce, CPU / TPU",
     ]
     assert row[6] == f"{fsdp.tpu_temporary_bytes:,} B"
+    assert row[8] == f"{fsdp.tpu_step_bytes:,} B"
     cells = dict(zip(header, row, strict=True))
     gathers = fsdp.collectives["all-gather"], fsdp.tpu_collectives["all-gather"]
     assert cells["all-gather, CPU / TPU"] == "{} / {}".format(*gathers)

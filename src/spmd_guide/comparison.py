@@ -32,7 +32,10 @@ class StrategyMeasurement:
     to whole tiles of its layout).
     ``temporary_bytes`` is the compiled training step's scratch memory per device, as this
     backend's compiler planned it (``memory_analysis().temp_size_in_bytes``): another backend's
-    compiler plans differently. ``total_param_bytes`` counts the model's parameters once.
+    compiler plans differently. ``step_bytes`` is the whole memory the compiled step plans per
+    device: its arguments and outputs (less the outputs written over donated arguments) and its
+    temporaries; a step that is not donated can find scratch in its outputs' buffers, so compare
+    this, not the temporaries alone. ``total_param_bytes`` counts the model's parameters once.
     ``program`` and ``tpu_program`` are the compiled steps' HLO text, for reading further.
     """
 
@@ -41,11 +44,13 @@ class StrategyMeasurement:
     param_bytes: int
     optimizer_bytes: int
     temporary_bytes: int
+    step_bytes: int
     total_param_bytes: int
     collectives: dict[str, int]
     losses: tuple[float, ...]
     tpu_topology: str | None = None
     tpu_temporary_bytes: int | None = None
+    tpu_step_bytes: int | None = None
     tpu_collectives: dict[str, int] | None = None
     program: str = field(default="", repr=False)
     tpu_program: str | None = field(default=None, repr=False)
@@ -54,6 +59,13 @@ class StrategyMeasurement:
     def param_share(self) -> float:
         """The fraction of all parameter bytes that one device holds."""
         return self.param_bytes / self.total_param_bytes
+
+
+def step_bytes(plan: Any) -> int:
+    """A compiled step's whole memory per device, from its ``memory_analysis()``: arguments,
+    outputs not written over donated arguments, and temporaries."""
+    held = plan.argument_size_in_bytes + plan.output_size_in_bytes - plan.alias_size_in_bytes
+    return int(held + plan.temp_size_in_bytes)
 
 
 def measure_strategy(
@@ -116,6 +128,7 @@ def measure_strategy(
         on_tpu = dict(
             tpu_topology=tpu_topology,
             tpu_temporary_bytes=tpu_compiled.memory_analysis().temp_size_in_bytes,
+            tpu_step_bytes=step_bytes(tpu_compiled.memory_analysis()),
             tpu_collectives=count_collectives(tpu_compiled),
             tpu_program=tpu_compiled.as_text(),
         )
@@ -125,6 +138,7 @@ def measure_strategy(
         param_bytes=max(bytes_per_device(params).values()),
         optimizer_bytes=max(bytes_per_device(nnx.state(optimizer, nnx.OptState)).values()),
         temporary_bytes=compiled.memory_analysis().temp_size_in_bytes,
+        step_bytes=step_bytes(compiled.memory_analysis()),
         total_param_bytes=total_bytes(params),
         collectives=count_collectives(compiled),
         program=compiled.as_text(),
@@ -168,9 +182,10 @@ def markdown_table(measurements: Sequence[StrategyMeasurement]) -> str:
     header = ["strategy", "mesh", "params / device", "share", "optimizer / device"]
     if on_tpu:
         header += [f"temporaries / device, {here}", "temporaries / device, TPU"]
+        header += [f"step / device, {here}", "step / device, TPU"]
         header += [f"{name}, {here} / TPU" for name in present]
     else:
-        header += ["temporaries / device", *present]
+        header += ["temporaries / device", "step / device", *present]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for m in measurements:
         cells = [
@@ -182,9 +197,10 @@ def markdown_table(measurements: Sequence[StrategyMeasurement]) -> str:
             f"{m.temporary_bytes:,} B",
         ]
         if m.tpu_collectives is not None:
-            cells.append(f"{m.tpu_temporary_bytes:,} B")
+            cells += [f"{m.tpu_temporary_bytes:,} B", f"{m.step_bytes:,} B", f"{m.tpu_step_bytes:,} B"]
             cells += [f"{m.collectives[name]} / {m.tpu_collectives[name]}" for name in present]
         else:
+            cells.append(f"{m.step_bytes:,} B")
             cells += [str(m.collectives[name]) for name in present]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
