@@ -27,7 +27,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--num-processes", type=int, default=_env_int("JAX_NUM_PROCESSES"))
     parser.add_argument("--process-id", type=int, default=_env_int("JAX_PROCESS_ID"))
     parser.add_argument(
-        "--init-timeout", type=int, default=60, help="seconds to wait for the other processes"
+        "--init-timeout",
+        type=int,
+        default=300,
+        help="seconds to wait for the other processes (default 300, as JAX waits)",
     )
     parser.add_argument("--output", help="file the report is written to, by process 0 only")
     return parser.parse_args(argv)
