@@ -197,7 +197,11 @@ def markdown_table(measurements: Sequence[StrategyMeasurement]) -> str:
             f"{m.temporary_bytes:,} B",
         ]
         if m.tpu_collectives is not None:
-            cells += [f"{m.tpu_temporary_bytes:,} B", f"{m.step_bytes:,} B", f"{m.tpu_step_bytes:,} B"]
+            cells += [
+                f"{m.tpu_temporary_bytes:,} B",
+                f"{m.step_bytes:,} B",
+                f"{m.tpu_step_bytes:,} B",
+            ]
             cells += [f"{m.collectives[name]} / {m.tpu_collectives[name]}" for name in present]
         else:
             cells.append(f"{m.step_bytes:,} B")
