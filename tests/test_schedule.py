@@ -172,3 +172,30 @@ def test_the_tpu_compiler_overlaps_one_gather_with_a_matmul_of_the_same_block(pr
         if c.kind == "all-gather" and not c.asynchronous
     ]
     assert len(synchronous) == 1
+
+
+SHARED_CHANNEL = """
+HloModule m
+
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = f32[] add(%a, %b)
+}
+
+ENTRY %main (x: f32[4]) -> (f32[4], f32[4]) {
+  %x = f32[4]{0} parameter(0)
+  %one = f32[4]{0} all-reduce(%x), channel_id=1, to_apply=%sum
+  %two = f32[4]{0} all-reduce(%one), channel_id=1, to_apply=%sum
+  ROOT %t = (f32[4]{0}, f32[4]{0}) tuple(%one, %two)
+}
+"""
+
+
+def test_two_collectives_outside_fusions_may_share_a_channel_and_are_both_listed():
+    program = Program.read(SHARED_CHANNEL)
+    found = program.collectives(program.entry)
+    assert [(c.kind, c.instruction.name) for c in found] == [
+        ("all-reduce", "one"),
+        ("all-reduce", "two"),
+    ]

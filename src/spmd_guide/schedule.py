@@ -224,14 +224,17 @@ class Program:
         fusion of an all-reduce named ``all-reduce-scatter``) is listed as a
         ``reduce-scatter``."""
         found: list[ScheduledCollective] = []
+        # Copies inside fusions share their collective's channel; outside fusions one channel
+        # id may serve several collectives (two psums of one shard_map), so only copies are merged.
         channels: set[int] = set()
         for instruction in self.computations[computation]:
             if _is_done(instruction):
                 continue
             for kind, channel, arrays in self._collectives_in(instruction):
-                if channel is not None and channel in channels:
+                nested = not _collective_kind(instruction.opcode)
+                if nested and channel is not None and channel in channels:
                     continue
-                if channel is not None:
+                if nested and channel is not None:
                     channels.add(channel)
                 found.append(
                     ScheduledCollective(kind, tuple(arrays), instruction, _is_start(instruction))
