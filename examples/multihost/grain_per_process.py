@@ -166,7 +166,9 @@ def train(folder: Path, steps: int, resume: bool, stop_signal_after: int | None 
     model = nnx.Linear(WIDTH, CLASSES, rngs=nnx.Rngs(SEED))
     optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
 
-    @nnx.jit
+    # Donated, the old buffers hold the new values: no second copy of the state during a step.
+    # (Orbax's save has copied the arrays to host memory before it returns.)
+    @nnx.jit(donate_argnames=("model", "optimizer"))
     def step(model, optimizer, features, labels):
         def loss_fn(model):
             logits = model(features)
