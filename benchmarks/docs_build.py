@@ -10,7 +10,7 @@ the sum of the pages' own execution times. It exits 1 if a target is missed:
 - a rebuild with nothing changed takes under 10% of the cold build;
 - a prose edit re-executes nothing;
 - the cold build takes at most 1.5 times the execution floor (the pages' own times, and the
-  planner's TPU steps, which the build compiles before any page runs);
+  planner's steps, which the build compiles before any page runs);
 - an edit in spmd_guide re-executes every page (their outputs may depend on it);
 - the largest page is under 1 MB of HTML.
 """
@@ -32,7 +32,7 @@ from spmd_guide.environment import DEFAULT_DEVICE_COUNT, cpu_devices_env
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = re.compile(r"(\S+\.md): Executed notebook in ([\d.]+) seconds")
-TPU_STEPS = re.compile(r"planner TPU steps: .*\(([\d.]+) s with start-up\)")
+PLANNER_STEPS = re.compile(r"planner steps: .*\(([\d.]+) s with start-up\)")
 
 
 @dataclass
@@ -40,13 +40,13 @@ class Case:
     name: str
     seconds: float
     executed: dict[str, float]
-    tpu_steps: float = 0.0
-    """Seconds the build spent compiling the planner's TPU steps before the pages ran."""
+    planner_steps: float = 0.0
+    """Seconds the build spent compiling the planner's steps before the pages ran."""
 
     @property
     def floor(self) -> float:
-        """The execution floor: the pages' own times, and the TPU steps run before them."""
-        return sum(self.executed.values()) + self.tpu_steps
+        """The execution floor: the pages' own times, and the planner's steps run before them."""
+        return sum(self.executed.values()) + self.planner_steps
 
 
 def build(workdir: Path, jobs: str) -> Case:
@@ -77,8 +77,8 @@ def build(workdir: Path, jobs: str) -> Case:
         for path, t in EXECUTED.findall(result.stdout + result.stderr)
     }
     log = result.stdout + result.stderr
-    tpu_steps = sum(float(t) for t in TPU_STEPS.findall(log))
-    return Case("", seconds, executed, tpu_steps)
+    planner_steps = sum(float(t) for t in PLANNER_STEPS.findall(log))
+    return Case("", seconds, executed, planner_steps)
 
 
 def main() -> int:
@@ -137,8 +137,8 @@ def print_table(cases: list[Case]) -> None:
     for case in cases:
         print(f"| {case.name} | {case.seconds:.1f} | {len(case.executed)} |")
     print(
-        f"| execution floor (the cold build's page times, and {cases[0].tpu_steps:.0f} s of TPU "
-        f"steps before them) | {floor:.1f} | |"
+        f"| execution floor (the cold build's page times, and {cases[0].planner_steps:.0f} s of "
+        f"the planner's steps before them) | {floor:.1f} | |"
     )
     print()
 

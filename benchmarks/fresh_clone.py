@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = re.compile(r"docs/(\S+)\.md: Executed notebook in ([\d.]+) seconds")
-TPU_STEPS = re.compile(r"planner TPU steps: (.*)")
+PLANNER_STEPS = re.compile(r"planner steps: (.*)")
 TARGETS = {"whole run": 600.0, "slowest page": 60.0}
 
 
@@ -59,8 +59,8 @@ def main() -> int:
     pages = {page: float(t) for page, t in EXECUTED.findall(log)}
     slowest = max(pages.items(), key=lambda item: item[1])
     print(f"a fresh clone of {head}: `nox -s docs`, install included, in {seconds:.0f} s")
-    for line in TPU_STEPS.findall(log):
-        print(f"the planner's TPU steps, before the pages: {line}")
+    for line in PLANNER_STEPS.findall(log):
+        print(f"the planner's steps, compiled before the pages: {line}")
     print("| page | seconds |")
     print("| --- | ---: |")
     for page, page_seconds in sorted(pages.items(), key=lambda item: -item[1])[:8]:
