@@ -5,7 +5,7 @@ A compiled program (``jax.jit(f).lower(...).compile().as_text()``) is *scheduled
 computation lists its instructions in the order they run. A ``while`` instruction names its
 loop's body and condition, and a fusion the computation it runs. An asynchronous collective is
 a start, which returns at once, and a done, which waits for the result; what is scheduled
-between them runs while the collective moves data. XLA's CPU and GPU compilers write a pair as
+between them runs while the collective moves data. XLA's HLO writes a pair as
 ``all-gather-start``/``all-gather-done`` (or ``async-start``/``async-done`` around the
 collective); the TPU compiler writes fusions named ``async-collective-start`` and
 ``async-collective-done``, with continuation fusions between them that hold a copy of the
