@@ -855,7 +855,7 @@ def keep_tpu_plans(folder: str | os.PathLike[str]) -> tuple[int, int]:
     """Compile each of :func:`tpu_checks` for its slice, keeping the results in ``folder`` as
     :func:`measure` keeps them, so that the page reads them instead of compiling.
 
-    A TPU compile of one of these steps takes 20 to 40 s on two cores; a refusal, about one.
+    A TPU compile of one of these steps takes 8 to 40 s on two cores; a refusal, about one.
 
     Returns:
         How many programs were compiled now, and how many were already kept.
