@@ -21,6 +21,7 @@ sys.path.insert(0, str(EXTENSIONS))
 
 import api_signatures  # noqa: E402
 import course  # noqa: E402
+import error_search  # noqa: E402
 import figure_alt_text  # noqa: E402
 import hosting  # noqa: E402
 import kernel_environment  # noqa: E402
@@ -413,3 +414,47 @@ def test_failed_tpu_compiles_stop_the_build_with_their_output(tmp_path, monkeypa
     tpu_plans, app = _tpu_plans_build(tmp_path, monkeypatch, script)
     with pytest.raises(ExtensionError, match=r"failed \(exit 1\):\nlibtpu does not know"):
         tpu_plans._compile_before_reading(app, None, ["guide/planner"])
+
+
+def _section_raising(title: str, traceback: str) -> nodes.document:
+    document = new_document("page", frontend.get_default_settings(rst.Parser))
+    section = nodes.section(ids=["the-section"])
+    section += nodes.title(text=title)
+    cell = nodes.container(classes=["cell", "tag_raises-exception"])
+    cell += nodes.literal_block(text="f(x)")
+    cell += nodes.literal_block(text=traceback, classes=["output", "traceback"])
+    section += cell
+    document += section
+    return document
+
+
+def test_an_error_a_page_raises_is_found_with_its_section():
+    traceback = "Traceback (most recent call last):\n  ...\nValueError: can\u2019t go: x of f\nmore"
+    title = "\u201cbad thing \u2026 can\u2019t go\u201d"
+    document = _section_raising(title, traceback.replace("\u2019", "'"))
+    (found,) = error_search.raised_errors(document)
+    assert found == {
+        "anchor": "the-section",
+        "title": title,
+        "message": "ValueError: can't go: x of f",
+        "titled": False,  # "bad thing" is not in the message
+    }
+    quote = "\u201cx of \u2026 can\u2019t go\u201d"
+    assert error_search.title_quotes(quote, "no: x of f, can't go")
+    assert error_search.quoted_titles(document)[0]["message"] == "bad thing \u2026 can't go"
+
+
+def test_a_section_whose_title_quotes_a_message_comes_before_another_raising_it():
+    by_page = {
+        "a-page": [{"anchor": "a", "title": "t", "message": "E: m", "titled": False}],
+        "troubleshooting": [
+            {"anchor": "other", "title": "t", "message": "E: n", "titled": False},
+            {"anchor": "quoted", "title": "\u201cm\u201d", "message": "E: m", "titled": True},
+        ],
+    }
+    records = error_search.ordered_records(by_page, ["troubleshooting"])
+    assert [(r["page"], r["anchor"]) for r in records] == [
+        ("troubleshooting", "quoted"),
+        ("troubleshooting", "other"),
+        ("a-page", "a"),
+    ]
