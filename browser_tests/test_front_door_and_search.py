@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 import tomllib
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import quote, urldefrag, urljoin
 
 import pytest
 from conftest import SITE, content_pages
@@ -132,9 +133,9 @@ def test_a_long_reference_page_opens_with_a_contents_list(page):
     assert 0 <= contents < first_section, page
 
 
-def _search(context, site_url, term):
+def _search(context, site_url, term, *, anchors=False):
     tab = context.new_page()
-    tab.goto(f"{site_url}search.html?q={term}")
+    tab.goto(f"{site_url}search.html?q={quote(term)}")
     tab.wait_for_selector("#search-results ul.search li", timeout=15_000)
     tab.wait_for_function(
         "document.querySelector('#search-results .search-summary')?.textContent.length > 0",
@@ -148,48 +149,92 @@ def _search(context, site_url, term):
             li.querySelector('p.context')?.textContent ?? ''])""",
     )
     tab.close()
-    return [(urldefrag(href)[0], snippet) for href, snippet in results]
+    return [(href if anchors else urldefrag(href)[0], snippet) for href, snippet in results]
 
 
 TOP_RESULTS = {
     "psum": "patterns/collectives.html",
     "FSDP": "patterns/fsdp.html",
     "with_sharding_constraint": "tutorial/sharded-computation.html",
-    # Error messages a reader may paste, and the page that raises and explains each.
-    "ambiguous how the output should be sharded": "tutorial/sharded-computation.html",
-    "out_specs which require replication": "patterns/collectives.html",
 }
 
 
-# Error messages as a reader pastes them; the troubleshooting page raises each one live.
-PASTED_ERRORS = [
-    "Received incompatible devices for jitted computation",
-    "Contracting dimensions are sharded and it is ambiguous how the output should be sharded",
-    "does not evenly divide the dimension size",
-    "Found an unbound axis name",
-    "jax_num_cpu_devices config should be updated before backends are initialized",
-    "Some donated buffers were not usable",
-    "Fetching value for jax.Array that spans non-addressable devices is not possible",
-    "jax.distributed.initialize() must be called before any JAX calls",
-    "This thread has been waiting for all reduce",
-    "An auto mesh context or metadata is required if creating a variable with annotation",
-]
+def _raised_errors() -> list[dict[str, str]]:
+    """The errors the pages raise on purpose, as the search page reads them."""
+    script = (SITE / "_static" / "error-messages.js").read_text(encoding="utf-8")
+    return json.loads(script.removeprefix("var ERROR_MESSAGES = ").rstrip().removesuffix(";"))
 
 
-@pytest.mark.parametrize("message", PASTED_ERRORS)
-def test_search_finds_the_troubleshooting_page_by_a_pasted_error(context, site_url, message):
-    hrefs = [href for href, _ in _search(context, site_url, message)]
-    assert "troubleshooting.html" in hrefs[:3], hrefs[:6]
+def _raising_cells(page: str) -> int:
+    return (SITE / f"{page}.html").read_text(encoding="utf-8").count("cell tag_raises-exception")
 
 
-@pytest.mark.parametrize(("term", "page"), TOP_RESULTS.items())
-def test_search_puts_the_teaching_page_first(context, site_url, term, page):
-    results = _search(context, site_url, term)
-    assert results[0][0] == page, [href for href, _ in results[:6]]
-    reference = {"api.html", "execution-statistics.html", "genindex.html"}
-    hrefs = [href for href, _ in results]
-    teaching = [i for i, href in enumerate(hrefs) if href not in reference]
-    assert all(i < j for i in teaching for j, h in enumerate(hrefs) if h in reference)
+ERROR_PAGES = ("troubleshooting", "troubleshooting-processes", "guide/explicit-ops")
+
+
+def test_the_search_knows_every_error_the_error_pages_raise():
+    records = _raised_errors()
+    for page in ERROR_PAGES:
+        assert sum(r["page"] == page for r in records) >= _raising_cells(page) > 0, page
+
+
+def test_search_lists_first_the_section_that_raises_a_pasted_error_line(context, site_url):
+    """Each error line as the page prints it (a reader's own differs in names and shapes)."""
+    records = _raised_errors()
+    missed = []
+    for record in records:
+        if record["page"] not in ERROR_PAGES:
+            continue
+        # Where several sections raise one message, the one the search lists first.
+        canonical = next(r for r in records if r["message"] == record["message"])
+        href = _search(context, site_url, record["message"], anchors=True)[0][0]
+        if href != f"{canonical['page']}.html#{canonical['anchor']}":
+            missed.append((record["message"][:80], href))
+    assert not missed, missed
+
+
+# Errors as a reader pastes them: another's names and shapes, or only the distinctive words.
+PASTED_ERRORS = {
+    "ValueError: Received incompatible devices for jitted computation. Got argument params['w'] "
+    "of train_step with shape float32[1024,512] and with device ids [0] on platform GPU and "
+    "argument batch of train_step with shape float32[64,1024] and with device ids [0, 1, 2, 3] "
+    "on platform GPU": "troubleshooting#troubleshooting-incompatible-devices",
+    "Contracting dimensions are sharded and it is ambiguous how the output should be sharded": (
+        "troubleshooting#troubleshooting-explicit-matmul"
+    ),
+    "does not evenly divide the dimension size": "troubleshooting#troubleshooting-not-divisible",
+    "Found an unbound axis name": "troubleshooting#troubleshooting-axis-name",
+    "jax_num_cpu_devices config should be updated before backends are initialized": (
+        "troubleshooting#troubleshooting-device-count"
+    ),
+    "Some donated buffers were not usable": "troubleshooting#troubleshooting-donation",
+    "An auto mesh context or metadata is required if creating a variable with annotation": (
+        "troubleshooting#troubleshooting-no-mesh"
+    ),
+    "out_specs which require replication": "troubleshooting#troubleshooting-check-vma",
+    "W1127 12:00:00.000000 1234 spmd_partitioner.cc:666] [SPMD] Involuntary full "
+    "rematerialization. The compiler cannot go from sharding {devices=[4,1]<=[4]} to "
+    "{devices=[1,4]<=[4]} efficiently": "troubleshooting#troubleshooting-full-remat",
+    "Fetching value for jax.Array that spans non-addressable devices is not possible": (
+        "troubleshooting-processes#troubleshooting-non-addressable"
+    ),
+    "jax.distributed.initialize() must be called before any JAX calls": (
+        "troubleshooting-processes#troubleshooting-multi-process"
+    ),
+    "This thread has been waiting for all reduce": (
+        "troubleshooting-processes#troubleshooting-collective-hang"
+    ),
+    "to provide output PartitionSpec for the scatter update": (
+        "guide/explicit-ops#explicit-ops-indexing"
+    ),
+}
+
+
+@pytest.mark.parametrize(("message", "section"), PASTED_ERRORS.items())
+def test_search_finds_the_section_by_a_pasted_error(context, site_url, message, section):
+    hrefs = [href for href, _ in _search(context, site_url, message, anchors=True)]
+    page, anchor = section.split("#")
+    assert hrefs[0] == f"{page}.html#{anchor}", hrefs[:6]
 
 
 def test_search_snippets_start_in_the_pages_text(context, site_url):

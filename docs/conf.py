@@ -38,6 +38,7 @@ extensions = [
     "api_signatures",
     "build_info",
     "course",
+    "error_search",
     "execution_cache",
     "execution_status",
     "figure_alt_text",
@@ -92,8 +93,14 @@ html_favicon = "_static/logo.svg"
 html_static_path = ["_static"]
 templates_path = ["_templates"]
 html_css_files = ["spmd-guide.css"]
-# The planner's formulas, then its form, on its page only.
-page_scripts = {"guide/planner": ["planner/model.js", "planner/planner.js"]}
+# The planner's formulas, then its form, on its page only; on the search page, the errors the
+# pages raise (written by error_search), then the search that lists their sections first.
+page_scripts = {
+    "guide/planner": ["planner/model.js", "planner/planner.js"],
+    "search": ["error-messages.js", "error-search.js"],
+}
+# Where one error is raised in several sections, the page whose section a search lists first.
+error_search_pages = ["troubleshooting", "troubleshooting-processes", "guide/explicit-ops"]
 html_theme_options = {
     "navigation_with_keys": True,
     # "view" is where _templates/components/view-this-page.html offers the downloads.
