@@ -4,7 +4,7 @@
 // the Jaccard similarity of their sets of words, leaving out numbers (a reader's shapes and
 // device ids differ from the page's) and the stopwords of Sphinx's language_data.js. The closest
 // message's section is listed first when they share at least 40% of their words, or when the
-// query is a phrase of 3 or more words all in the message. Ties keep ERROR_MESSAGES' order.
+// query, of 3 or more such words, is part of the message. Ties keep ERROR_MESSAGES' order.
 "use strict";
 
 const ErrorSearch = {
@@ -18,16 +18,21 @@ const ErrorSearch = {
         .filter((word) => word.length > 1 && !/^\d+$/.test(word) && !stopwords.has(word)),
     ),
 
+  // Lower case, one kind of apostrophe, no backticks, single spaces.
+  plain: (text) =>
+    text.toLowerCase().replace(/[’‘]/g, "'").replace(/`/g, "").replace(/\s+/g, " ").trim(),
+
   closest: (query) => {
     const asked = ErrorSearch.words(query);
     if (asked.size === 0) return null;
+    const phrase = ErrorSearch.plain(query);
     let best = null;
     for (const record of ERROR_MESSAGES) {
       const known = ErrorSearch.words(record.message);
       const shared = [...asked].filter((word) => known.has(word)).length;
       const similarity = shared / (asked.size + known.size - shared);
-      const phrase = asked.size >= 3 && shared === asked.size;
-      if ((similarity >= 0.4 || phrase) && (best === null || similarity > best.similarity)) {
+      const quoted = asked.size >= 3 && ErrorSearch.plain(record.message).includes(phrase);
+      if ((similarity >= 0.4 || quoted) && (best === null || similarity > best.similarity)) {
         best = { record, similarity };
       }
     }
