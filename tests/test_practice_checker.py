@@ -12,7 +12,7 @@ import pytest
 from spmd_guide.practice import UsageError, check, check_many, get_problem
 from spmd_guide.practice.cli import main, starter_text
 from spmd_guide.practice.problem import COMMON_HINTS, ErrorHint, Outcome
-from spmd_guide.practice.requirements import compare_arrays
+from spmd_guide.practice.requirements import compare_arrays, rows_per_product
 
 # The checker starts its own processes for each device count.
 pytestmark = pytest.mark.once
@@ -372,3 +372,11 @@ def test_compare_arrays_names_the_first_differences():
     assert lines[0] == "2 of 4 values differ; the first:"
     assert lines[1] == "  at (0, 1): expected 2, got 2.5"
     assert compare_arrays([1.0], [float("nan")]) == ["1 of 1 values are NaN; the first at (0,)"]
+
+
+def test_a_product_takes_the_rows_of_the_last_free_dimension_before_its_contraction():
+    assert rows_per_product([12, 6], [[1], []]) == 12  # x @ w over all rows at once
+    assert rows_per_product([3, 4, 6], [[2], []]) == 4  # vmap over 3 chunks of 4 rows
+    assert rows_per_product([3, 4, 6], [[2], [0]]) == 4  # chunks with weights of their own
+    assert rows_per_product([6, 12], [[0], []]) == 12  # contracted on its first dimension, x.T @ w
+    assert rows_per_product([12, 6], None) == 12  # recorded without its dimensions

@@ -262,27 +262,44 @@ def enters_as(
     return test
 
 
+def rows_per_product(left: Sequence[int], dimensions: Sequence[Sequence[int]] | None) -> int:
+    """The rows one matrix product multiplies: the size of the left operand's last dimension that
+    is neither contracted nor a batch dimension. Dimensions before it are a batch of products,
+    as ``jax.vmap`` over a product leaves them (with its weights unbatched, ``vmap`` adds no batch
+    dimension to ``dot_general``: a ``(chunks, rows, k)`` operand is still one product per chunk).
+    ``dimensions`` is the product's ``[contracting, batch]`` dimensions of ``left``; without
+    them, the first dimension."""
+    if dimensions is None:
+        return int(left[0])
+    contracting, batch = dimensions
+    free = [d for d in range(len(left)) if d not in contracting and d not in batch]
+    return int(left[free[-1]]) if free else 1
+
+
 def matmuls_on_rows(
     rows: Callable[[Outcome], int | None], what: str, *, inside: bool = True
 ) -> Callable[[Mapping[str, Any], Outcome], str | None]:
-    """Every matrix product (inside a shard_map, or anywhere) multiplies ``rows`` rows."""
+    """Every matrix product (inside a shard_map, or anywhere) multiplies ``rows`` rows, read as
+    :func:`rows_per_product` reads them, so a vmapped, mapped or scanned form counts the rows of
+    one product, not of the whole batch."""
 
     def test(program: Mapping[str, Any], outcome: Outcome) -> str | None:
         wanted = rows(outcome)
         if wanted is None:
             return None
         products = [
-            inputs[0]
-            for primitive, inputs, _, within, *_ in program["values"]
+            (inputs[0], rows_per_product(inputs[0], extra[1] if len(extra) > 1 else None))
+            for primitive, inputs, _, within, *extra in program["values"]
             if primitive == "dot_general" and (within or not inside) and inputs and inputs[0]
         ]
         if not products:
             return f"your program has no matrix product on {what}"
-        wrong = [tuple(shape) for shape in products if shape[0] != wanted]
+        wrong = [(tuple(shape), taken) for shape, taken in products if taken != wanted]
         if wrong:
+            (shape, taken), *_ = wrong
             return (
-                f"a matrix product multiplies {wrong[0][0]} rows at once (left operand "
-                f"{wrong[0]}); each should take {what}, {wanted} rows"
+                f"a matrix product multiplies {taken} rows at once (left operand {shape}); "
+                f"each should take {what}, {wanted} rows"
             )
         return None
 

@@ -284,10 +284,20 @@ def blocks_by_device(sharding: Any, shape: tuple[int, ...]) -> dict[str, list[li
     return blocks
 
 
+def product_dimensions(equation: Any) -> list[list[int]] | None:
+    """A ``dot_general``'s left operand's contracting and batch dimensions, or ``None`` for any
+    other equation."""
+    if equation.primitive.name != "dot_general":
+        return None
+    (contracting, _), (batch, _) = equation.params["dimension_numbers"]
+    return [[int(d) for d in contracting], [int(d) for d in batch]]
+
+
 def _summary(jaxpr: Any) -> dict[str, Any]:
     """The primitives a program uses, the meshes and per-device input shapes of its
     shard_maps, and each equation's primitive, input and output shapes, whether it runs
-    inside a shard_map, and its outputs' types (``float32[8@data,16]`` on Explicit axes)."""
+    inside a shard_map, its outputs' types (``float32[8@data,16]`` on Explicit axes), and a
+    matrix product's dimensions (:func:`product_dimensions`)."""
     primitives: set[str] = set()
     shard_maps: list[dict[str, Any]] = []
     values: list[list[Any]] = []
@@ -313,6 +323,7 @@ def _summary(jaxpr: Any) -> dict[str, Any]:
                         [shape(v) for v in equation.outvars],
                         inside,
                         [typed(v) for v in equation.outvars],
+                        product_dimensions(equation),
                     ]
                 )
             body_inside = inside

@@ -67,7 +67,7 @@ def _hidden_made_split(program, o) -> str | None:
     wanted = f"float32[{len(x)}@data,{w_in.shape[1]}@model]"
     made = [
         types[0]
-        for primitive, _, _, inside, types in program["values"]
+        for primitive, _, _, inside, types, *_ in program["values"]
         if primitive == "dot_general" and not inside and types
     ]
     if wanted in made:
