@@ -1,6 +1,7 @@
 """Expected: pass
 
-`jax.lax.scan` over the chunks, stacking each chunk's outputs.
+`jax.lax.scan` over the chunks, stacking each chunk's outputs. (`jax.lax.map` traces to the same
+scan, so this file stands for a mapped form too.)
 """
 
 import flax.linen as nn
