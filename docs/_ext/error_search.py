@@ -103,7 +103,8 @@ def _purge(app: Sphinx, env: BuildEnvironment, docname: str) -> None:
 def _merge(app: Sphinx, env: BuildEnvironment, docnames: set[str], other: Any) -> None:
     if not hasattr(env, "spmd_raised_errors"):
         env.spmd_raised_errors = {}
-    env.spmd_raised_errors.update(getattr(other, "spmd_raised_errors", {}))
+    found = getattr(other, "spmd_raised_errors", {})
+    env.spmd_raised_errors.update({d: found[d] for d in docnames if d in found})
 
 
 def ordered_records(by_page: dict[str, list[dict[str, Any]]], first: list[str]) -> list[dict]:
