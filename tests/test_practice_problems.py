@@ -17,7 +17,7 @@ import pytest
 
 from spmd_guide.practice import DEVICE_COUNTS, PROBLEMS, check_many
 from spmd_guide.practice.catalog import reference_source
-from spmd_guide.practice.requirements import CaseKind, Refuses
+from spmd_guide.practice.requirements import CaseKind, Program, Refuses, WorkedOut
 
 # The checker starts its own processes for each device count.
 pytestmark = pytest.mark.once
@@ -91,6 +91,24 @@ def test_every_requirement_has_a_wrong_solution_and_two_mistakes_are_named(name)
     assert failed == {r.key for r in PROBLEMS[name].requirements}, name
     assert sum(1 for key, hint in expected if key and hint) >= 2, name
     assert any(key is None for key, _ in expected), name
+
+
+@pytest.mark.parametrize("name", list(PROBLEMS))
+def test_the_lesson_is_checked_by_how_the_answer_was_made(reports, name):
+    """What a problem's "Teaches" line names is a requirement on how the answer was made (its
+    traced program, or what the function called), and a file that reaches the right answer
+    another way fails that requirement and no other."""
+    problem = PROBLEMS[name]
+    assert problem.lesson, f"{name}: no requirement checks what it teaches ({problem.teaches})"
+    for key in problem.lesson:
+        assert isinstance(problem.requirement(key), Program | WorkedOut), (name, key)
+        alone = [
+            path
+            for path in (SOLUTIONS / name).glob("wrong_*.py")
+            if expectation(path)[0] == key
+            and reports[str(path)][0].failed_requirements() == {key}
+        ]
+        assert alone, f"{name}: no wrong solution fails {key} and nothing else"
 
 
 def test_every_case_exercises_a_requirement_of_its_kind():

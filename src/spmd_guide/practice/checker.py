@@ -226,6 +226,7 @@ def check_in_process(name: str, function: Callable[..., Any]) -> list[CaseReport
             "kwargs": expected["kwargs"],
             "jit": problem.jit,
             "trace": problem.traced and case.raises is None,
+            "as_given": problem.traced_as_given,
             "compile": problem.compiled,
         }
         answered = json.loads(json.dumps(solution_runner._run(function, request, protocol)))
@@ -501,6 +502,7 @@ class _Session:
                         "kwargs": case["kwargs"],
                         "jit": problem.jit,
                         "trace": problem.traced and case["raises"] is None,
+                        "as_given": problem.traced_as_given,
                         "compile": problem.compiled,
                     }
                     reply = self._ask(number, request, f"case {index + 1}")
@@ -695,6 +697,7 @@ def _outcome(expected: dict[str, Any], answered: dict[str, Any]) -> Outcome:
         raised_in_solution=bool(answered.get("raised_in_solution")),
         program=answered.get("program"),
         trace_error=answered.get("trace_error"),
+        ahead_of_time=tuple(str(c) for c in answered.get("ahead_of_time", ())),
         case_mesh=case_mesh,
     )
 

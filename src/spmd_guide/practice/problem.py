@@ -59,7 +59,9 @@ class Outcome:
     Exactly one of ``value``, ``error_type`` or ``returned`` describes the answer: ``value`` is
     an array of numbers (or a dict of them), ``error_type`` an exception the function raised,
     ``returned`` a description of anything else it returned. ``layout`` maps each part of the
-    answer ("" for a lone array) to its blocks by device id; ``program`` summarises its jaxpr.
+    answer ("" for a lone array) to its blocks by device id; ``program`` summarises its jaxpr;
+    ``ahead_of_time`` names the methods of JAX's ahead-of-time API the function called
+    (``Traced.lower``, ``Lowered.compile``, ...).
     """
 
     inputs: str
@@ -81,6 +83,7 @@ class Outcome:
     program: Mapping[str, Any] | None = None
     trace_error: str | None = None
     case_mesh: Mapping[str, Any] | None = None
+    ahead_of_time: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,9 @@ class Problem:
         answer: computes the expected answer from a case's arguments, when that is not what
             the reference returns: e.g. counts read from a compiled program, which a reference
             predicting them must match.
+        lesson: the keys of the requirements that check the skill ``teaches`` names, by how
+            the answer was made (its traced program, or what the function called), so that a
+            right answer reached another way fails; the page marks them.
     """
 
     reference: Callable[..., Any]
@@ -253,11 +259,15 @@ class Problem:
         "from jax.sharding import Mesh, NamedSharding, PartitionSpec as P",
     )
     answer: Callable[..., Any] | None = None
+    lesson: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         keys = [r.key for r in self.requirements]
         if len(set(keys)) != len(keys):
             raise ValueError(f"{self.name}: two requirements share a key: {keys}")
+        unknown = sorted(set(self.lesson) - set(keys))
+        if unknown:
+            raise ValueError(f"{self.name}: the lesson names no requirement {unknown}: {keys}")
         if not self.requirements or not isinstance(self.requirements[0], Returns):
             raise ValueError(f"{self.name}: the first requirement must be a Returns")
         tracing = [r for r in self.requirements if isinstance(r, Traceable | UnderJit)]
@@ -296,6 +306,11 @@ class Problem:
     def traced(self) -> bool:
         """Whether the checker reads the function's jaxpr for program requirements."""
         return any(isinstance(r, Program) for r in self.requirements)
+
+    @property
+    def traced_as_given(self) -> bool:
+        """Whether the trace takes the inputs as given, not as traced arguments."""
+        return any(isinstance(r, Traceable) and r.inputs_as_given for r in self.requirements)
 
     @property
     def compiled(self) -> bool:
@@ -364,11 +379,19 @@ def statement_markdown(problem: Problem) -> str:
         lines.append("")
     lines += [
         "It must meet each of these requirements; the checker checks them by name, on 1, 2, 4 "
-        "and 8 devices:",
+        "and 8 devices. Those marked *the lesson* check how the answer was made, the skill "
+        "the problem teaches, so a right answer reached another way fails them:",
         "",
     ]
-    lines += [f"- **{r.key}**: {r.text}" for r in problem.requirements]
+    lines += [
+        f"- **{r.key}**{LESSON_MARK if r.key in problem.lesson else ''}: {r.text}"
+        for r in problem.requirements
+    ]
     return "\n".join(lines)
+
+
+LESSON_MARK = " (*the lesson*)"
+"""How the statement marks a requirement that checks the skill the problem teaches."""
 
 
 def statement_text(problem: Problem) -> str:
@@ -376,7 +399,10 @@ def statement_text(problem: Problem) -> str:
     lines = ["Requirements, each checked by name:"]
     for requirement in problem.requirements:
         text = requirement.text.replace("`", "")
-        lines.append(textwrap.fill(f"- {requirement.key}: {text}", 92, subsequent_indent="  "))
+        mark = LESSON_MARK.replace("*", "") if requirement.key in problem.lesson else ""
+        lines.append(
+            textwrap.fill(f"- {requirement.key}{mark}: {text}", 92, subsequent_indent="  ")
+        )
     return "\n".join(lines)
 
 

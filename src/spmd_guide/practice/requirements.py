@@ -129,7 +129,14 @@ TRACING_ERRORS = frozenset(
 
 @dataclass(frozen=True)
 class Traceable(Requirement):
-    """The checker reads the function's jaxpr (``jax.make_jaxpr``) for its program checks."""
+    """The checker reads the function's jaxpr (``jax.make_jaxpr``) for its program checks.
+
+    With ``inputs_as_given``, the inputs enter the trace as they are given (NumPy arrays as
+    constants), not as traced arguments: for a problem whose function places its inputs on the
+    mesh itself, so that a product computed in NumPy shows as no product at all rather than as
+    a NumPy call on a traced value."""
+
+    inputs_as_given: bool = False
 
     def check(self, outcome: Outcome) -> list[str]:
         if outcome.trace_error:
@@ -183,6 +190,24 @@ class Program(Requirement):
         return [problem] if problem else []
 
 
+@dataclass(frozen=True)
+class WorkedOut(Requirement):
+    """A prediction made by reasoning: the function calls none of JAX's ahead-of-time API
+    (``jax.jit(f).lower``, ``.trace(...).lower()``, ``Lowered.compile``, ``as_text``), as
+    the solution's process records while it runs. A file that patches that record can forge
+    it, as it can forge values; the check is for the learner who reads the answer off a
+    compiled program without noticing that the problem asks for the reasoning."""
+
+    def check(self, outcome: Outcome) -> list[str]:
+        if not outcome.ahead_of_time:
+            return []
+        return [
+            f"your function called {', '.join(outcome.ahead_of_time)}: it read its answer from "
+            "a program JAX lowered or compiled, where the problem asks you to work it out from "
+            "the shapes and layouts before compiling anything"
+        ]
+
+
 # Program tests: each reads the summary made by the solution's process (see
 # solution_runner._summary): "primitives", "shard_maps" (mesh, input shapes), "values"
 # (every equation's primitive, input and output shapes, whether it is inside a shard_map, and
@@ -192,10 +217,12 @@ class Program(Requirement):
 def every(
     *tests: Callable[[Mapping[str, Any], Outcome], str | None],
 ) -> Callable[[Mapping[str, Any], Outcome], str | None]:
-    """The first problem any of ``tests`` finds."""
+    """Every problem ``tests`` find, joined, so that a report names each thing the program did
+    instead (no ``ppermute``, and an ``all_gather``)."""
 
     def test(program: Mapping[str, Any], outcome: Outcome) -> str | None:
-        return next((found for t in tests if (found := t(program, outcome))), None)
+        found = [problem for t in tests if (problem := t(program, outcome))]
+        return "; ".join(found) or None
 
     return test
 
@@ -237,6 +264,67 @@ def on_given_mesh(program: Mapping[str, Any], outcome: Outcome) -> str | None:
                 f"{given['devices']}): use the mesh argument"
             )
     return None
+
+
+def product_typed(
+    wanted: Callable[[Outcome], str], what: str
+) -> Callable[[Mapping[str, Any], Outcome], str | None]:
+    """Some matrix product outside any shard_map is typed ``wanted(outcome)`` (e.g.
+    ``float32[8@data,12@model]``): ``what`` was computed by JAX on the mesh, with its layout in
+    its type, not computed elsewhere and placed afterwards."""
+
+    def test(program: Mapping[str, Any], outcome: Outcome) -> str | None:
+        typed = wanted(outcome)
+        made = [
+            types[0]
+            for primitive, _, _, inside, types, *_ in program["values"]
+            if primitive == "dot_general" and not inside and types
+        ]
+        if typed in made:
+            return None
+        if not made:
+            return (
+                f"your traced program has no matrix product: {what} was computed outside JAX "
+                "(in NumPy, say) and only its result placed on the mesh, so nothing was "
+                f"multiplied on the devices; compute it with jnp on arrays placed on the mesh"
+            )
+        return (
+            f"no matrix product in your traced program is typed {typed}, as {what} is when "
+            f"its inputs are placed as asked; your products are typed {', '.join(made)}"
+        )
+
+    return test
+
+
+def combined_inside(
+    collectives: Sequence[str], output: Callable[[Outcome], Shape]
+) -> Callable[[Mapping[str, Any], Outcome], str | None]:
+    """Every shard_map hands back per device a value of shape ``output(outcome)``, and, on a
+    mesh of more than one device, its body combines the devices' values with one of
+    ``collectives``: the result is whole inside the shard_map, not finished outside it."""
+
+    def test(program: Mapping[str, Any], outcome: Outcome) -> str | None:
+        if not program["shard_maps"]:
+            return "your program has no shard_map"
+        wanted = tuple(output(outcome))
+        for used in program["shard_maps"]:
+            returned = [tuple(shape) for shape in used.get("outputs", [])]
+            if returned != [wanted]:
+                shown = ", ".join(str(s) for s in returned) or "nothing"
+                return (
+                    f"your shard_map hands back {shown} per device, where the combined "
+                    f"result is {wanted}: the devices' values were joined outside the "
+                    "shard_map, so out_specs had to keep one value per device"
+                )
+        inside = {primitive for primitive, _, _, within, *_ in program["values"] if within}
+        if _mesh_size(outcome) > 1 and not inside & set(collectives):
+            return (
+                "no collective combines the devices' values inside your shard_map (expected "
+                f"one of {', '.join(collectives)})"
+            )
+        return None
+
+    return test
 
 
 def enters_as(

@@ -146,7 +146,8 @@ def _run(function: Callable[..., Any], request: dict[str, Any], protocol: Any) -
 
     args = _with_meshes(protocol.decode(request["args"]))
     kwargs = _with_meshes(protocol.decode(request["kwargs"]))
-    outcome: dict[str, Any] = {}
+    watch = _AheadOfTimeCalls()
+    outcome: dict[str, Any] = {"ahead_of_time": watch.calls}
     # A function the checker can trace runs under jax.jit, as it would in a training step and
     # far faster than an eager shard_map; one that cannot trace runs eagerly, so its numbers
     # are still judged, and the failed trace is reported as the requirement it breaks.
@@ -154,15 +155,19 @@ def _run(function: Callable[..., Any], request: dict[str, Any], protocol: Any) -
     if request["trace"]:
         try:
             call, arrays = bound(function, args, kwargs)
-            outcome["program"] = _summary(jax.make_jaxpr(call)(*arrays).jaxpr)
-            jit = True
+            if request.get("as_given"):
+                call, arrays = _as_given(call, arrays), []
+            with watch:
+                outcome["program"] = _summary(jax.make_jaxpr(call)(*arrays).jaxpr)
+            jit = jit or not request.get("as_given")
         except _NotAnArray:
             pass  # reported by the call below, as what the function returned
         except BaseException as error:
             outcome["trace_error"] = f"{type(error).__name__}: {_message(error)[:200]}"
     call, arrays = bound(function, args, kwargs)
     try:
-        answer = jax.jit(call)(*arrays) if jit else call(*arrays)
+        with watch:
+            answer = jax.jit(call)(*arrays) if jit else call(*arrays)
     except _NotAnArray as returned:
         return {**outcome, "returned": str(returned)}
     except BaseException as error:  # SystemExit and KeyboardInterrupt are verdicts too
@@ -191,6 +196,48 @@ def _run(function: Callable[..., Any], request: dict[str, Any], protocol: Any) -
     return outcome
 
 
+class _AheadOfTimeCalls:
+    """While entered, records each call of JAX's ahead-of-time API (``jax.jit(f).lower``,
+    ``.trace(...).lower()``, ``Lowered.compile``, ``as_text``) in ``calls``: what
+    a solution that reads its answer from a compiled program calls, and JAX's own dispatch does
+    not. The checker's own lowering for a case runs outside it."""
+
+    WATCHED = (
+        ("Traced", "lower"),
+        ("Lowered", "compile"),
+        ("Lowered", "as_text"),
+        ("Compiled", "as_text"),
+    )
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> None:
+        import jax.stages
+
+        for owner, method in self.WATCHED:
+            cls = getattr(jax.stages, owner)
+            original = cls.__dict__[method]
+            self._saved.append((cls, method, original))
+            setattr(cls, method, self._recording(f"{owner}.{method}", original))
+
+    def __exit__(self, *exc: object) -> None:
+        for cls, method, original in reversed(self._saved):
+            setattr(cls, method, original)
+        self._saved.clear()
+
+    def _recording(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        calls = self.calls
+
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            if name not in calls:
+                calls.append(name)
+            return original(*args, **kwargs)
+
+        return recorded
+
+
 def bound(
     function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[Callable[..., Any], list[Any]]:
@@ -213,6 +260,11 @@ def bound(
         return answer
 
     return call, arrays
+
+
+def _as_given(call: Callable[..., Any], arrays: list[Any]) -> Callable[[], Any]:
+    """``call`` with its inputs fixed as given, to be traced with no arguments."""
+    return lambda: call(*arrays)
 
 
 def _with_meshes(value: Any) -> Any:
@@ -294,7 +346,7 @@ def product_dimensions(equation: Any) -> list[list[int]] | None:
 
 
 def _summary(jaxpr: Any) -> dict[str, Any]:
-    """The primitives a program uses, the meshes and per-device input shapes of its
+    """The primitives a program uses, the meshes and per-device input and output shapes of its
     shard_maps, and each equation's primitive, input and output shapes, whether it runs
     inside a shard_map, its outputs' types (``float32[8@data,16]`` on Explicit axes), and a
     matrix product's dimensions (:func:`product_dimensions`)."""
@@ -338,6 +390,7 @@ def _summary(jaxpr: Any) -> dict[str, Any]:
                         if devices is not None
                         else None,
                         "inputs": [shape(v) for v in getattr(body, "invars", [])],
+                        "outputs": [shape(v) for v in getattr(body, "outvars", [])],
                     }
                 )
                 body_inside = True

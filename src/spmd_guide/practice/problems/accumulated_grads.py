@@ -166,6 +166,7 @@ PROBLEM = Problem(
     title="Gradient accumulation with one all-reduce",
     difficulty="medium",
     teaches="reduced weights and unreduced gradients on Explicit axes: one all-reduce per step",
+    lesson=("one_all_reduce",),
     make_cases=_cases,
     requirements=(
         Returns(

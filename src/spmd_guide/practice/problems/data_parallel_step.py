@@ -121,6 +121,7 @@ PROBLEM = Problem(
     title="A data-parallel training step",
     difficulty="medium",
     teaches="data parallelism by hand: split the batch, pmean the gradients, replicated update",
+    lesson=("split_batch",),
     make_cases=_cases,
     requirements=(
         Returns(

@@ -47,7 +47,14 @@ def explicit_layers(x, w_in, w_out, *, mesh):
 
 from spmd_guide.practice.cases import normal, two_axis_meshes
 from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
-from spmd_guide.practice.requirements import Layout, Program, Returns, UnderJit, compare_dicts
+from spmd_guide.practice.requirements import (
+    Layout,
+    Program,
+    Returns,
+    UnderJit,
+    compare_dicts,
+    product_typed,
+)
 
 
 def _cases(devices: int) -> list[Case]:
@@ -61,21 +68,9 @@ def _cases(devices: int) -> list[Case]:
     return cases
 
 
-def _hidden_made_split(program, o) -> str | None:
-    """The first product is computed on the mesh, laid out as the plan makes it."""
+def _hidden_split(o) -> str:
     x, w_in, _ = o.args
-    wanted = f"float32[{len(x)}@data,{w_in.shape[1]}@model]"
-    made = [
-        types[0]
-        for primitive, _, _, inside, types, *_ in program["values"]
-        if primitive == "dot_general" and not inside and types
-    ]
-    if wanted in made:
-        return None
-    return (
-        f"no matrix product in your traced program is typed {wanted}, as x @ w_in is once x "
-        f"and w_in are placed; your products are typed {', '.join(made) or '(none)'}"
-    )
+    return f"float32[{len(x)}@data,{w_in.shape[1]}@model]"
 
 
 def _shown(o, part: str) -> str:
@@ -100,6 +95,7 @@ PROBLEM = Problem(
     title="Every layer's layout on Explicit axes",
     difficulty="medium",
     teaches="explicit sharding through a block: layouts that follow, out_sharding, and reshard",
+    lesson=("on_the_mesh",),
     make_cases=_cases,
     requirements=(
         Returns(
@@ -123,7 +119,7 @@ PROBLEM = Problem(
             "The block computes on the mesh: the inputs are laid out as the plan says before "
             "they are used, so that in the traced program `x @ w_in` is typed "
             "`float32[B@data,f@model]`.",
-            test=_hidden_made_split,
+            test=product_typed(_hidden_split, "x @ w_in"),
         ),
         UnderJit(
             "jit",

@@ -35,7 +35,7 @@ def explicit_matmul(x, w, *, mesh):
 
 from spmd_guide.practice.cases import normal, two_axis_meshes
 from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
-from spmd_guide.practice.requirements import Layout, Returns
+from spmd_guide.practice.requirements import Layout, Program, Returns, Traceable, product_typed
 
 
 def _cases(devices: int) -> list[Case]:
@@ -46,6 +46,11 @@ def _cases(devices: int) -> list[Case]:
         w = normal(160 + seed, 3 * columns, 2 * columns)
         cases.append(Case((x, w), {"mesh": mesh}))
     return cases
+
+
+def _split_product(o) -> str:
+    x, w = o.args
+    return f"float32[{len(x)}@data,{w.shape[1]}@model]"
 
 
 def _shown(o) -> str:
@@ -65,6 +70,7 @@ PROBLEM = Problem(
     title="A matmul on Explicit axes",
     difficulty="easy",
     teaches="explicit sharding: a split contraction needs out_sharding, and jax.typeof shows it",
+    lesson=("on_the_mesh",),
     make_cases=_cases,
     requirements=(
         Returns("result", "It returns `x @ w`, shape (B, h)."),
@@ -73,6 +79,20 @@ PROBLEM = Problem(
             "The product is laid out as `P('data', 'model')` on `mesh`, each device holding "
             "only its own block, and `jax.typeof` of it shows so.",
             spec=P("data", "model"),
+        ),
+        Program(
+            "on_the_mesh",
+            "The product is computed on the mesh with its layout asked for: in the traced "
+            "program, `x @ w` is typed `float32[B@data,h@model]`, which a split contraction "
+            "gives only through `out_sharding=`.",
+            test=product_typed(_split_product, "x @ w"),
+        ),
+        Traceable(
+            "traceable",
+            "It traces: the checker reads its program with `jax.make_jaxpr`, its inputs fixed "
+            "as given, so it must not enter `jax.set_mesh` (which refuses to run while JAX "
+            "traces): give `out_sharding=` a `NamedSharding(mesh, P(...))`.",
+            inputs_as_given=True,
         ),
     ),
     hints=(
@@ -99,8 +119,7 @@ PROBLEM = Problem(
         ErrorHint(
             "ValueError",
             "not under a mesh context",
-            "a bare P(...) means nothing without a mesh: pass NamedSharding(mesh, P(...)), or "
-            "run the code inside `with jax.set_mesh(mesh):`",
+            "a bare P(...) means nothing without a mesh: pass NamedSharding(mesh, P(...))",
         ),
     ),
 )

@@ -154,6 +154,7 @@ PROBLEM = Problem(
     title="A fully sharded data-parallel (FSDP) step",
     difficulty="hard",
     teaches="FSDP: weights stored sharded, all-gathered for use, gradients reduce-scattered",
+    lesson=("stored_split", "gather_and_scatter"),
     make_cases=_cases,
     requirements=(
         Returns(

@@ -87,6 +87,7 @@ PROBLEM = Problem(
     title="A matmul on a 2D mesh",
     difficulty="medium",
     teaches="2D meshes: which axis each collective runs over, and no hard-coded axis sizes",
+    lesson=("blocks",),
     make_cases=_cases,
     requirements=(
         Returns("result", "It returns `x @ w`, shape (B, h)."),

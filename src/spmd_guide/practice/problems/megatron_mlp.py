@@ -115,6 +115,7 @@ PROBLEM = Problem(
     title="A tensor-parallel MLP (Megatron)",
     difficulty="medium",
     teaches="tensor parallelism: column then row splits, so one psum finishes the block",
+    lesson=("split_weights", "one_psum"),
     make_cases=_cases,
     requirements=(
         Returns("result", "It returns `relu(x @ w1) @ w2`, shape (B, d)."),

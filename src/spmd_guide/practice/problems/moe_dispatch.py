@@ -132,6 +132,7 @@ PROBLEM = Problem(
     title="Mixture-of-experts dispatch and combine",
     difficulty="hard",
     teaches="expert parallelism: all_to_all there and back, a capacity, dropped tokens",
+    lesson=("all_to_all",),
     make_cases=_cases,
     requirements=(
         Returns(

@@ -160,6 +160,7 @@ PROBLEM = Problem(
     difficulty="hard",
     teaches="pipeline parallelism: microbatches split over the stages and rotated with "
     "ppermute, M + S - 1 ticks in a loop",
+    lesson=("stages", "batch_split", "loop"),
     make_cases=_cases,
     requirements=(
         Returns(

@@ -73,7 +73,7 @@ def predict_collectives(data, model):
 import numpy as np
 
 from spmd_guide.practice.problem import Case, Problem, ResultHint
-from spmd_guide.practice.requirements import Returns
+from spmd_guide.practice.requirements import Returns, WorkedOut
 
 
 def _cases(devices: int) -> list[Case]:
@@ -128,6 +128,7 @@ PROBLEM = Problem(
     title="Predict the collectives",
     difficulty="medium",
     teaches="reading a sharded program: which reductions cross which mesh axis",
+    lesson=("worked_out",),
     make_cases=_cases,
     requirements=(
         Returns(
@@ -136,6 +137,12 @@ PROBLEM = Problem(
             "how many of each the program this machine's compiler makes holds, for every mesh "
             "shape from (1, n) to (n, 1).",
             compare=compare_counts,
+        ),
+        WorkedOut(
+            "worked_out",
+            "It works the counts out from the shapes and layouts, as the page asks, without "
+            "lowering or compiling anything: the checker records whether your function calls "
+            "JAX's ahead-of-time API (`.lower()`, `.compile()`, `.as_text()`).",
         ),
     ),
     answer=compiled_collectives,

@@ -104,6 +104,7 @@ PROBLEM = Problem(
     title="A ring all-reduce from ppermute",
     difficulty="medium",
     teaches="what psum does on the wire: a ring reduce-scatter and all-gather of ppermutes",
+    lesson=("ppermute_only",),
     make_cases=_cases,
     requirements=(
         Returns(

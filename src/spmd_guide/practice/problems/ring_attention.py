@@ -172,6 +172,7 @@ PROBLEM = Problem(
     title="Ring attention",
     difficulty="hard",
     teaches="context parallelism: keys and values around a ring, an online softmax",
+    lesson=("ring", "online_softmax"),
     make_cases=_cases,
     requirements=(
         Returns(

@@ -49,6 +49,7 @@ from spmd_guide.practice.requirements import (
     Program,
     Refuses,
     Returns,
+    combined_inside,
     enters_as,
     every,
     uses,
@@ -114,6 +115,7 @@ PROBLEM = Problem(
     title="shard_map with a psum collective",
     difficulty="easy",
     teaches="collectives: psum across devices, and why out_specs=P() follows it",
+    lesson=("combined",),
     make_cases=_cases,
     requirements=(
         Returns("result", "It returns the total of `x`, a scalar (shape `()`)."),
@@ -122,6 +124,13 @@ PROBLEM = Problem(
             "Each device sums only its own block: a `jax.shard_map` over `'data'` receives `x` "
             "in blocks of `len(x) / n` elements, n the size of `'data'`.",
             test=every(uses("shard_map"), enters_as(lambda o: {"x": (_block(o),)})),
+        ),
+        Program(
+            "combined",
+            "The devices' partial sums are combined inside the `shard_map`, with a collective "
+            "over `'data'` (`jax.lax.psum`, say), so that every device hands back the whole "
+            "total, a scalar, and `out_specs=P()` is true.",
+            test=combined_inside(("psum", "all_gather"), lambda o: ()),
         ),
         Layout(
             "layout",

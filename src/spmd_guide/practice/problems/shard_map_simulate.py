@@ -69,6 +69,7 @@ PROBLEM = Problem(
     title="shard_map simulation: manual SPMD with a loop",
     difficulty="easy",
     teaches="the per-device view: replicated parameters, a split batch, a joined output",
+    lesson=("chunks",),
     make_cases=_cases,
     requirements=(
         Returns(

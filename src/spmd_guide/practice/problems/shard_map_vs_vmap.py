@@ -90,6 +90,7 @@ PROBLEM = Problem(
     title="shard_map vs vmap",
     difficulty="easy",
     teaches="in_specs and out_specs, and vmap inside a shard_map body",
+    lesson=("blocks",),
     make_cases=_cases,
     requirements=(
         Returns(

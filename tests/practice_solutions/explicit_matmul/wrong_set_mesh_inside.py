@@ -1,4 +1,9 @@
-"""Expected: pass"""
+"""Expected: fails traceable
+Hint: jax.set_mesh cannot be entered while tracing
+
+The layout asked for under jax.set_mesh with bare specs: the numbers and layout are right, but
+the checker cannot read a program that enters set_mesh while JAX traces it.
+"""
 
 import jax
 import jax.numpy as jnp
