@@ -1,7 +1,6 @@
 """Expected: pass
 
-`jax.lax.scan` over the chunks, stacking each chunk's outputs. (`jax.lax.map` traces to the same
-scan, so this file stands for a mapped form too.)
+`jax.lax.scan` over the chunks, stacking each chunk's outputs.
 """
 
 import flax.linen as nn
