@@ -18,7 +18,7 @@ import pytest
 
 from spmd_guide.practice import DEVICE_COUNTS, PROBLEMS, check_many
 from spmd_guide.practice.catalog import reference_source
-from spmd_guide.practice.requirements import CaseKind, Program, Refuses, WorkedOut
+from spmd_guide.practice.requirements import CaseKind, Program, Refuses, Satisfies, WorkedOut
 
 # The checker starts its own processes for each device count.
 pytestmark = pytest.mark.once
@@ -110,7 +110,7 @@ def test_the_lesson_is_checked_by_how_the_answer_was_made(reports, name):
     problem = PROBLEMS[name]
     assert problem.lesson, f"{name}: no requirement checks what it teaches ({problem.teaches})"
     for key in problem.lesson:
-        assert isinstance(problem.requirement(key), Program | WorkedOut), (name, key)
+        assert isinstance(problem.requirement(key), Program | Satisfies | WorkedOut), (name, key)
         alone = [
             path
             for path in (SOLUTIONS / name).glob("wrong_*.py")

@@ -21,6 +21,7 @@ ORDER = (
     "predict_collectives",
     "fsdp_step",
     "pipeline_forward",
+    "one_f_one_b",
     "ring_attention",
     "moe_dispatch",
 )

@@ -191,6 +191,21 @@ class Program(Requirement):
 
 
 @dataclass(frozen=True)
+class Satisfies(Requirement):
+    """A property of the answer itself where more than one answer is right, such as a schedule
+    or a plan: ``test(outcome)`` says what is wrong with ``outcome.value``, or None. It runs
+    only on an answer that met the first requirement, so it may assume the answer's form."""
+
+    test: Callable[[Outcome], str | None] | None = None
+
+    def check(self, outcome: Outcome) -> list[str]:
+        if self.test is None or outcome.value is None:
+            return []
+        problem = self.test(outcome)
+        return [problem] if problem else []
+
+
+@dataclass(frozen=True)
 class WorkedOut(Requirement):
     """A prediction made by reasoning: the function calls none of JAX's ahead-of-time API
     (``jax.jit(f).lower``, ``.trace(...).lower()``, ``Lowered.compile``, ``as_text``), as
