@@ -114,8 +114,7 @@ def test_the_lesson_is_checked_by_how_the_answer_was_made(reports, name):
         alone = [
             path
             for path in (SOLUTIONS / name).glob("wrong_*.py")
-            if expectation(path)[0] == key
-            and reports[str(path)][0].failed_requirements() == {key}
+            if expectation(path)[0] == key and reports[str(path)][0].failed_requirements() == {key}
         ]
         assert alone, f"{name}: no wrong solution fails {key} and nothing else"
 

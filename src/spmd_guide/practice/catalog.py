@@ -19,6 +19,7 @@ ORDER = (
     "megatron_mlp",
     "matmul_2d",
     "predict_collectives",
+    "predict_memory",
     "fsdp_step",
     "pipeline_forward",
     "one_f_one_b",
