@@ -13,6 +13,7 @@ ORDER = (
     "shard_map_psum",
     "explicit_matmul",
     "explicit_layers",
+    "explicit_model",
     "data_parallel_step",
     "accumulated_grads",
     "ring_all_reduce",

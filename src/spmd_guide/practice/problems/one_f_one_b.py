@@ -40,8 +40,8 @@ def one_f_one_b(stages, microbatches):
             return (s - 1, step) if s > 0 else None
         return (s + 1, step) if s < stages - 1 else (s, -step)
 
-    finished = {}  # (stage, step) -> the tick it ran on
-    rows = [[] for _ in range(stages)]
+    finished: dict[tuple[int, int], int] = {}  # (stage, step) -> the tick it ran on
+    rows: list[list[int]] = [[] for _ in range(stages)]
     tick = 0
     while any(len(orders[s]) > np.count_nonzero(rows[s]) for s in range(stages)):
         for s in range(stages):
