@@ -282,31 +282,44 @@ def on_given_mesh(program: Mapping[str, Any], outcome: Outcome) -> str | None:
 
 
 def product_typed(
-    wanted: Callable[[Outcome], str], what: str
+    wanted: Callable[[Outcome], str],
+    what: str,
+    operands: Callable[[Outcome], Sequence[str]] | None = None,
 ) -> Callable[[Mapping[str, Any], Outcome], str | None]:
     """Some matrix product outside any shard_map is typed ``wanted(outcome)`` (e.g.
-    ``float32[8@data,12@model]``): ``what`` was computed by JAX on the mesh, with its layout in
+    ``float32[8@data,12@model]``), and, with ``operands``, takes operands typed as those say:
+    ``what`` was computed by JAX on the mesh from inputs laid out as asked, with its layout in
     its type, not computed elsewhere and placed afterwards."""
 
     def test(program: Mapping[str, Any], outcome: Outcome) -> str | None:
         typed = wanted(outcome)
+        inputs = list(operands(outcome)) if operands else None
         made = [
-            types[0]
-            for primitive, _, _, inside, types, *_ in program["values"]
+            (types[0], entry[6] if len(entry) > 6 else [])
+            for entry in program["values"]
+            for primitive, _, _, inside, types, *_ in [entry]
             if primitive == "dot_general" and not inside and types
         ]
-        if typed in made:
+        if any(out == typed and (inputs is None or list(ins) == inputs) for out, ins in made):
             return None
         if not made:
+            blocks = any(
+                primitive == "dot_general" and inside
+                for primitive, _, _, inside, *_ in program["values"]
+            )
+            if blocks:
+                return (
+                    f"your matrix products run inside a shard_map, on blocks: this problem asks "
+                    f"for {what} on the global arrays, its layout in its type"
+                )
             return (
                 f"your traced program has no matrix product: {what} was computed outside JAX "
                 "(in NumPy, say) and only its result placed on the mesh, so nothing was "
-                f"multiplied on the devices; compute it with jnp on arrays placed on the mesh"
+                "multiplied on the devices; compute it with jnp on arrays placed on the mesh"
             )
-        return (
-            f"no matrix product in your traced program is typed {typed}, as {what} is when "
-            f"its inputs are placed as asked; your products are typed {', '.join(made)}"
-        )
+        shown = ", ".join(f"{' @ '.join(ins)} -> {out}" if ins else out for out, ins in made)
+        asked = f"{' @ '.join(inputs)} -> {typed}" if inputs else typed
+        return f"no matrix product in your traced program is {asked}; yours: {shown}"
 
     return test
 
@@ -333,10 +346,7 @@ def combined_inside(
                 )
         inside = {primitive for primitive, _, _, within, *_ in program["values"] if within}
         if _mesh_size(outcome) > 1 and not inside & set(collectives):
-            return (
-                "no collective combines the devices' values inside your shard_map (expected "
-                f"one of {', '.join(collectives)})"
-            )
+            return "no collective combines the devices' values inside your shard_map"
         return None
 
     return test

@@ -348,8 +348,8 @@ def product_dimensions(equation: Any) -> list[list[int]] | None:
 def _summary(jaxpr: Any) -> dict[str, Any]:
     """The primitives a program uses, the meshes and per-device input and output shapes of its
     shard_maps, and each equation's primitive, input and output shapes, whether it runs
-    inside a shard_map, its outputs' types (``float32[8@data,16]`` on Explicit axes), and a
-    matrix product's dimensions (:func:`product_dimensions`)."""
+    inside a shard_map, its outputs' types (``float32[8@data,16]`` on Explicit axes), a
+    matrix product's dimensions (:func:`product_dimensions`), and its inputs' types."""
     primitives: set[str] = set()
     shard_maps: list[dict[str, Any]] = []
     values: list[list[Any]] = []
@@ -376,6 +376,7 @@ def _summary(jaxpr: Any) -> dict[str, Any]:
                         inside,
                         [typed(v) for v in equation.outvars],
                         product_dimensions(equation),
+                        [typed(v) for v in equation.invars],
                     ]
                 )
             body_inside = inside

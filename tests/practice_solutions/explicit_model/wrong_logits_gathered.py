@@ -1,5 +1,5 @@
 """Expected: fails on_the_mesh
-Hint: the loss gathered the logits
+Hint: the logits (or the projection) were gathered to dodge a refusal
 
 The loss refusal dodged by gathering each row's whole vocabulary before optax's integer-label
 loss: the numbers and the layouts come back right, but every device held every logit.

@@ -22,8 +22,10 @@ def explicit_matmul(x, w, *, mesh):
     ``float32[8@data,12@model]``.
 
     Args:
-        x: shape (B, d), a NumPy array; B divides over ``'data'`` and d over ``'model'``.
-        w: shape (d, h), a NumPy array; h divides over ``'model'``.
+        x: shape (B, d), a NumPy array, to be laid out ``P('data', 'model')``; B divides over
+            ``'data'`` and d over ``'model'``.
+        w: shape (d, h), a NumPy array, to be laid out ``P('model', None)``; h divides over
+            ``'model'``.
         mesh: a mesh with Explicit axes ``'data'`` and ``'model'``.
     """
     x = jax.device_put(x, NamedSharding(mesh, P("data", "model")))
@@ -51,6 +53,22 @@ def _cases(devices: int) -> list[Case]:
 def _split_product(o) -> str:
     x, w = o.args
     return f"float32[{len(x)}@data,{w.shape[1]}@model]"
+
+
+def _split_operands(o) -> tuple[str, str]:
+    x, w = o.args
+    return f"float32[{len(x)}@data,{w.shape[0]}@model]", f"float32[{w.shape[0]}@model,{w.shape[1]}]"
+
+
+def _product_typed_otherwise(o) -> bool:
+    """A product outside any shard_map, none typed as asked: the layout came afterwards."""
+    wanted = _split_product(o)
+    made = [
+        types[0]
+        for primitive, _, _, inside, types, *_ in (o.program or {}).get("values", [])
+        if primitive == "dot_general" and not inside and types
+    ]
+    return bool(made) and wanted not in made
 
 
 def _shown(o) -> str:
@@ -82,10 +100,11 @@ PROBLEM = Problem(
         ),
         Program(
             "on_the_mesh",
-            "The product is computed on the mesh with its layout asked for: in the traced "
-            "program, `x @ w` is typed `float32[B@data,h@model]`, which a split contraction "
-            "gives only through `out_sharding=`.",
-            test=product_typed(_split_product, "x @ w"),
+            "The product is computed on the mesh from the inputs laid out as given, its layout "
+            "asked for: in the traced program, `x @ w` takes `float32[B@data,d@model]` and "
+            "`float32[d@model,h]` and is typed `float32[B@data,h@model]`, which that split "
+            "contraction gives only through `out_sharding=`.",
+            test=product_typed(_split_product, "x @ w", _split_operands),
         ),
         Traceable(
             "traceable",
@@ -109,6 +128,13 @@ PROBLEM = Problem(
             "the layout in the matmul itself, jnp.matmul(x, w, out_sharding=NamedSharding(mesh, "
             "P('data', 'model'))), so each device keeps only its own block",
             requirement="layout",
+        ),
+        ResultHint(
+            _product_typed_otherwise,
+            "the product itself is laid out otherwise and moved into place afterwards: ask for "
+            "the layout in the matmul, jnp.matmul(x, w, out_sharding=NamedSharding(mesh, "
+            "P('data', 'model'))), with x laid out P('data', 'model') and w P('model', None)",
+            requirement="on_the_mesh",
         ),
         ErrorHint(
             "ShardingTypeError",

@@ -78,6 +78,9 @@ def _cases(devices: int) -> list[Case]:
 
 _TYPE = re.compile(r"^\w+\[(.*)\]$")
 
+MOVES = frozenset({"reshard", "device_put", "all_gather", "sharding_constraint"})
+"""Primitives that move an existing value to another layout."""
+
 
 def _dimensions(typed: str) -> list[tuple[int, bool]]:
     """A type's dimensions, each as (size, whether a mesh axis splits it):
@@ -105,11 +108,18 @@ def _vocabulary_split(program, o) -> str | None:
         for typed in types:
             dims = _dimensions(typed)
             if len(dims) >= 2 and dims[-1] == (vocab, False):
+                if primitive in MOVES:
+                    return (
+                        f"your program holds a whole vocabulary on every device, {typed} (made "
+                        f"by {primitive}): the logits (or the projection) were gathered to dodge "
+                        "a refusal. Keep them split over 'model' and write the loss with a "
+                        "one-hot encoding laid out as the logits"
+                    )
                 return (
-                    f"your program holds a whole vocabulary on every device, {typed} (made by "
-                    f"{primitive}): the loss gathered the logits (or the projection) to dodge a "
-                    "refusal. Keep them split over 'model' and write the loss with a one-hot "
-                    "encoding laid out as the logits"
+                    f"your program builds a whole vocabulary on every device, {typed} (made by "
+                    f"{primitive}): the one-hot labels (or what builds them) are not split. "
+                    "Use jax.nn.one_hot(labels, V, out_sharding=NamedSharding(mesh, "
+                    "P('data', None, 'model')))"
                 )
     return None
 
@@ -164,7 +174,8 @@ PROBLEM = Problem(
         UnderJit(
             "jit",
             "It works under `jax.jit`, as a model's step is called: the layouts are part of "
-            "the types JAX traces.",
+            "the types JAX traces (so no `jax.set_mesh` inside it: name layouts with "
+            "`NamedSharding(mesh, P(...))`).",
         ),
     ),
     hints=(

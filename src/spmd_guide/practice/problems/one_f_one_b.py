@@ -188,6 +188,13 @@ def _gpipe_like(o) -> bool:
     )
 
 
+def _zero_indexed(o) -> bool:
+    """Microbatches numbered from 0, so the first one's forward reads as a wait."""
+    microbatches = o.args[1]
+    table = _table(o)
+    return table.ndim == 2 and int(np.max(table, initial=0)) == microbatches - 1
+
+
 def _same_tick_everywhere(o) -> bool:
     table = _table(o).astype(int)
     return len(table) > 1 and all(np.array_equal(table[0], row) for row in table)
@@ -229,6 +236,11 @@ PROBLEM = Problem(
         ),
     ),
     hints=(
+        ResultHint(
+            _zero_indexed,
+            "0 means waiting: microbatch m's forward is m + 1 and its backward -(m + 1), so "
+            "microbatch 0 is written 1 and -1",
+        ),
         ResultHint(
             _gpipe_like,
             "every stage runs all its forwards before any backward: that is GPipe's order. "

@@ -52,19 +52,17 @@ def predict_collectives(data, model):
     Return a dict from collective names as the compiled program spells them (``all-reduce``,
     ``all-gather``, ``reduce-scatter``, ``all-to-all``, ``collective-permute``) to counts;
     names left out count as 0. The answer is graded against the program this machine's
-    compiler produces for each mesh shape, (1, 1) to (8, 1).
-
-    Reasoning: ``x @ w1`` needs nothing (each device multiplies its rows by its columns), nor
-    does ``tanh``. ``@ w2`` adds over the hidden dimension, which is split over ``'model'``, so
-    each device holds a partial sum, and the square that follows needs the whole sum: one
-    all-reduce over ``'model'`` when it has more than one device. The mean then adds over the
-    rows, split over ``'data'``: one more all-reduce when ``'data'`` has more than one device.
-    The square between them keeps the two apart.
+    compiler produces for every mesh shape (data, model) of n devices, from (1, n) to (n, 1).
 
     Args:
         data: the size of the mesh axis ``'data'``.
         model: the size of the mesh axis ``'model'``.
     """
+    # x @ w1 needs nothing (each device multiplies its rows by its columns), nor does tanh.
+    # @ w2 adds over the hidden dimension, split over 'model', so each device holds a partial
+    # sum, and the square that follows needs the whole sum: one all-reduce over 'model' when it
+    # has more than one device. The mean then adds over the rows, split over 'data': one more
+    # all-reduce when 'data' has more than one device.
     return {"all-reduce": int(model > 1) + int(data > 1)}
 
 
@@ -105,7 +103,12 @@ def _predicted(o, kind: str) -> int:
 
 def _merged(o) -> bool:
     data, model = o.args
-    return data > 1 and model > 1 and _predicted(o, "all-reduce") == 1
+    return (
+        data > 1
+        and model > 1
+        and _predicted(o, "all-reduce") == 1
+        and not any(_predicted(o, kind) for kind in KINDS if kind != "all-reduce")
+    )
 
 
 def _axis_of_one(o) -> bool:

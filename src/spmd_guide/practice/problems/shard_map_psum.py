@@ -40,7 +40,7 @@ def shard_map_psum(x, *, mesh=None):
 # end solution
 
 from spmd_guide.practice.cases import kind, normal, one_axis_meshes
-from spmd_guide.practice.problem import Case, ErrorHint, Problem, ResultHint
+from spmd_guide.practice.problem import COLLECTIVES, Case, ErrorHint, Problem, ResultHint
 from spmd_guide.practice.requirements import (
     EXPLICIT_MESHES,
     GIVEN_MESH,
@@ -122,7 +122,7 @@ PROBLEM = Problem(
         Program(
             "blocks",
             "Each device sums only its own block: a `jax.shard_map` over `'data'` receives `x` "
-            "in blocks of `len(x) / n` elements, n the size of `'data'`.",
+            "in 1-D blocks of `len(x) / n` elements, n the size of `'data'`.",
             test=every(uses("shard_map"), enters_as(lambda o: {"x": (_block(o),)})),
         ),
         Program(
@@ -130,7 +130,7 @@ PROBLEM = Problem(
             "The devices' partial sums are combined inside the `shard_map`, with a collective "
             "over `'data'` (`jax.lax.psum`, say), so that every device hands back the whole "
             "total, a scalar, and `out_specs=P()` is true.",
-            test=combined_inside(("psum", "all_gather"), lambda o: ()),
+            test=combined_inside(sorted(COLLECTIVES), lambda o: ()),
         ),
         Layout(
             "layout",
@@ -170,8 +170,10 @@ PROBLEM = Problem(
         ErrorHint(
             "ValueError",
             r"out_specs which require replication",
-            "out_specs=P() says every device ends with the same value, but each holds only its "
-            "own block's sum: add them with jax.lax.psum(local, 'data') first",
+            "out_specs=P() says every device ends with the same value, but JAX's types say "
+            "the value still differs between devices: add the block sums with "
+            "jax.lax.psum(local, 'data'), whose result is the same everywhere (all_gather's is "
+            "too only with to='invarying')",
         ),
         ResultHint(
             lambda o: np.shape(o.value) != (),
