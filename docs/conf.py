@@ -93,10 +93,12 @@ html_favicon = "_static/logo.svg"
 html_static_path = ["_static"]
 templates_path = ["_templates"]
 html_css_files = ["spmd-guide.css"]
-# The planner's formulas, then its form, on its page only; on the search page, the errors the
-# pages raise (written by error_search), then the search that lists their sections first.
+# The planner's formulas, then its form, on its page only; the explorer's formulas and form on
+# its page, with the planner's for the chips' rates; on the search page, the errors the pages
+# raise (written by error_search), then the search that lists their sections first.
 page_scripts = {
     "guide/planner": ["planner/model.js", "planner/planner.js"],
+    "explorer": ["planner/model.js", "explorer/model.js", "explorer/explorer.js"],
     "search": ["error-messages.js", "error-search.js"],
 }
 # Where one error is raised in several sections, the page whose section a search lists first.

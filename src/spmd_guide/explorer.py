@@ -24,6 +24,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from spmd_guide.analysis import collectives_by_axis
+from spmd_guide.tpu import compile_like, like
 
 MODEL_JS = Path(__file__).resolve().parents[2] / "docs" / "_static" / "explorer" / "model.js"
 """The explorer's formulas, shared with the page's script."""
@@ -88,38 +89,50 @@ def _mesh(question: dict[str, Any]) -> jax.sharding.Mesh:
     )
 
 
-def _function(question: dict[str, Any], mesh: jax.sharding.Mesh) -> Any:
+def _function(question: dict[str, Any]) -> Any:
+    """The operation ``question`` names, with bare specs, to be traced under ``jax.set_mesh``
+    of whichever mesh it is compiled for."""
     op = question["op"]
     kind = op["kind"]
     if kind == "add":
         return lambda a, b: a + b
     if kind == "matmul":
         if op.get("out_spec"):
-            out = NamedSharding(mesh, _spec(op["out_spec"]))
+            out = _spec(op["out_spec"])
             return lambda a, b: jnp.matmul(a, b, out_sharding=out)
         return lambda a, b: a @ b
     if kind == "sum":
         return lambda a: jnp.sum(a, axis=op["axis"])
-    target = NamedSharding(mesh, _spec(op["spec"]))
+    target = _spec(op["spec"])
     if question["mesh"]["types"] == "Explicit":
         return lambda a: jax.reshard(a, target)
     return lambda a: jax.lax.with_sharding_constraint(a, target)
 
 
-def compiled(question: dict[str, Any]) -> dict[str, Any]:
-    """The program ``question`` describes, compiled on this process's devices: the result's
-    spec (trailing ``None`` dropped), its collectives as (kind, axes, elements of the result),
-    or the error JAX raised."""
-    mesh = _mesh(question)
-    args = [
+def _arguments(question: dict[str, Any], mesh: jax.sharding.Mesh) -> list[jax.ShapeDtypeStruct]:
+    return [
         jax.ShapeDtypeStruct(
             tuple(array["shape"]), jnp.float32, sharding=NamedSharding(mesh, _spec(array["spec"]))
         )
         for array in question["arrays"]
     ]
+
+
+def compiled(question: dict[str, Any], topology: str | None = None) -> dict[str, Any]:
+    """The program ``question`` describes, compiled on this process's devices, or with
+    ``topology`` (``"v5e:2x4"``) by the TPU compiler for that slice: the result's spec
+    (trailing ``None`` dropped), its collectives as (kind, axes, elements of the values), or
+    the error JAX raised."""
+    mesh = _mesh(question)
+    args = _arguments(question, mesh)
+    function = jax.jit(_function(question))
     try:
-        with jax.set_mesh(mesh):
-            program = jax.jit(_function(question, mesh)).lower(*args).compile()
+        if topology is None:
+            with jax.set_mesh(mesh):
+                program = function.lower(*args).compile()
+        else:
+            program = compile_like(function, *args, topology=topology, mesh=mesh)
+            mesh = like(mesh, topology)
     except Exception as error:  # the refusal is the answer for such a question
         return {"error": type(error).__name__, "message": str(error).splitlines()[0]}
     # A collective of several values (an all-to-all's pieces) carries the sum of their sizes.

@@ -163,7 +163,7 @@
   }
 
   function typeText(array, sizes) {
-    return `[${array.shape.map((dim, d) => {
+    return `float32[${array.shape.map((dim, d) => {
       const axes = axesOf(array.spec[d]);
       return axes.length ? `${dim}@${axes.length === 1 ? axes[0] : `(${axes.join(",")})`}` : `${dim}`;
     }).join(",")}]`;
@@ -326,6 +326,8 @@
       answer.result.local_shape = localShape(answer.result, sizes);
       answer.result.type = typeText(answer.result, sizes);
       answer.result.spec_text = specText(answer.result.spec);
+      answer.result.blocks = blocks(answer.result, mesh, sizes);
+      answer.result.copies = copies(answer.result, mesh);
     }
     answer.bytes_sent = answer.collectives.reduce((n, c) => n + c.bytes, 0);
     return answer;
