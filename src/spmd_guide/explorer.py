@@ -193,3 +193,14 @@ def _product(shape: list[int]) -> int:
     for dim in shape:
         count *= int(dim)
     return count
+
+
+def bytes_sent(kind: str, devices: int, elements: int, itemsize: int = 4) -> float:
+    """Bytes one device sends in a collective over ``devices`` devices, by the explorer's own
+    formula (``bytesSent`` in model.js), from the elements of the value a compiled program
+    prints for it: the result, whose input is ``devices`` times larger for a reduce-scatter
+    and the same size otherwise."""
+    result = elements * itemsize
+    given = result * devices if kind == "reduce-scatter" else result
+    sent: float = _context().call("spmdExplorer.bytesSent", kind, devices, result, given)
+    return float(sent)

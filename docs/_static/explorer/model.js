@@ -382,6 +382,7 @@
   root.spmdExplorer = {
     presets: PRESETS,
     presetsJson: () => JSON.stringify(PRESETS),
+    bytesSent,
     explain,
     seconds,
     specText,

@@ -21,6 +21,7 @@ ORDER = (
     "matmul_2d",
     "predict_collectives",
     "predict_memory",
+    "matmul_traffic",
     "fsdp_step",
     "pipeline_forward",
     "one_f_one_b",
