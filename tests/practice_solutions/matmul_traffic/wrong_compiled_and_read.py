@@ -1,10 +1,9 @@
 """Expected: fails worked_out
 Hint: your function called Traced.lower, Lowered.compile
 
-The collectives read off the compiled program: right everywhere, and no prediction.
+The collective's kind read off the compiled program, its axis and bytes from the specs: right
+everywhere, but the kind was looked up, not worked out.
 """
-
-import re
 
 import jax
 import jax.numpy as jnp
@@ -18,23 +17,12 @@ def matmul_traffic(a_spec, b_spec, out_spec, x, y):
     b = jax.ShapeDtypeStruct((32, 64), jnp.float32, sharding=NamedSharding(mesh, P(*b_spec)))
     out = NamedSharding(mesh, P(*out_spec)) if out_spec else None
     text = jax.jit(lambda a, b: jnp.matmul(a, b, out_sharding=out)).lower(a, b).compile().as_text()
-    found = {}
-    for kind, groups, shape in (
-        re.findall(r"(all-gather|all-reduce)(?:-start)?\(.*?replica_groups=(\S+).*", text) and []
-    ):
-        found[kind] = shape
-    sizes = {"x": x, "y": y}
-    for line in text.splitlines():
-        match = re.search(r"= f32\[([\d,]*)\].* (all-gather|all-reduce)(?:-start)?\(", line)
-        if not match:
-            continue
-        elements = 1
-        for dim in match.group(1).split(","):
-            elements *= int(dim)
-        kind = match.group(2)
-        # The axis whose size matches the replica group's length.
-        group = re.search(r"replica_groups=\[(\d+),(\d+)\]", line)
-        axis = next(a for a in ("y", "x") if group and sizes[a] == int(group.group(2)))
-        share = (sizes[axis] - 1) / sizes[axis] * elements * 4
-        found[f"{kind} over {axis}"] = share * (2 if kind == "all-reduce" else 1)
-    return found
+    sizes = {"x": x, "y": y, None: 1}
+    axis = a_spec[1] or b_spec[0]
+    n = sizes[axis]
+    if "all-reduce" in text:
+        block = 16 // sizes[a_spec[0]] * 64 // sizes[b_spec[1]]
+        return {f"all-reduce over {axis}": 2 * (n - 1) / n * block * 4}
+    if "all-gather" in text:
+        return {f"all-gather over {axis}": (n - 1) / n * 16 // sizes[a_spec[0]] * 32 * 4}
+    return {}
