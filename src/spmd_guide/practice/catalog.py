@@ -22,6 +22,7 @@ ORDER = (
     "predict_collectives",
     "predict_memory",
     "matmul_traffic",
+    "no_traffic_matmul",
     "fsdp_step",
     "pipeline_forward",
     "one_f_one_b",
