@@ -56,6 +56,16 @@ def test_blocks_copies_and_bytes_follow_the_layout():
     assert replicated["collectives"] == []
 
 
+def test_out_sharding_is_refused_where_the_explorer_does_not_model_it():
+    arrays = [{"shape": [16, 32], "spec": ["x", None]}, {"shape": [32, 64], "spec": [None, "y"]}]
+    with pytest.raises(explorer.ExplorerError, match="leave it empty"):
+        explorer.explain(question(arrays, {"kind": "matmul", "out_spec": ["x", None]}))
+    auto = {"axes": [["x", 2], ["y", 4]], "types": "Auto"}
+    split = [{"shape": [16, 32], "spec": ["x", "y"]}, {"shape": [32, 64], "spec": ["y", None]}]
+    with pytest.raises(explorer.ExplorerError, match="Explicit axes only"):
+        explorer.explain(question(split, {"kind": "matmul", "out_spec": ["x", None]}, auto))
+
+
 @pytest.mark.parametrize(
     ("arrays", "op", "mesh", "words"),
     [

@@ -202,7 +202,13 @@
     const [aI, aJ] = a.spec;
     const [bJ, bK] = b.spec;
     const explicit = mesh.types === "Explicit";
-    const out = op.out_spec || null;
+    const out = op.out_spec && op.out_spec.length ? op.out_spec : null;
+    if (out && !explicit) {
+      fail("out_sharding names Explicit axes only: on Auto axes leave it empty (the compiler chooses), or make the axes Explicit", "op");
+    }
+    if (out && !(axesOf(aJ).length && sameAxes(aJ, bJ))) {
+      fail("out_sharding is needed only where both operands split the contraction the same way; here leave it empty and the result's layout follows", "op");
+    }
     const collectives = [];
     const freeAxes = [...axesOf(aI), ...axesOf(bK)];
     const clash = freeAxes.length !== new Set(freeAxes).size;
