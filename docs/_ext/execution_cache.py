@@ -1,8 +1,8 @@
 """The notebook execution cache, keyed on everything besides a page's code that decides its outputs.
 
 myst-nb's cache matches a page by its code cells alone. This extension gives it a cache folder
-named after a fingerprint of the rest: the package and example sources, the planner's
-formulas, the lock, the kernel start-up file, the JAX and Flax versions, the Python version and
+named after a fingerprint of the rest: the package and example sources, the planner's and the
+explorer's formulas, the lock, the kernel start-up file, the JAX and Flax versions, the Python version and
 the device settings. A change
 to any of them starts an empty cache, and the caches for older fingerprints, which can never be
 hit again, are deleted. Nothing happens unless ``nb_execution_mode`` is ``"cache"``.
@@ -36,8 +36,10 @@ def execution_fingerprint() -> str:
     sources = [
         *(ROOT / "src" / "spmd_guide").rglob("*.py"),
         *(ROOT / "examples").rglob("*.py"),
-        # The planner's formulas, which its page runs through spmd_guide.planner.
+        # The planner's and the explorer's formulas, which their pages run through
+        # spmd_guide.planner and spmd_guide.explorer.
         DOCS / "_static" / "planner" / "model.js",
+        DOCS / "_static" / "explorer" / "model.js",
     ]
     for path in sorted(sources):
         digest.update(str(path.relative_to(ROOT)).encode())
