@@ -53,11 +53,18 @@ def reports(tmp_path_factory):
     keyed += [(str(path), path.parent.name, path) for path in solution_files()]
     # Every reference on every device count; the learners' solutions on 8 devices, where each
     # mistake shows (the meshes there include sub-meshes and, for 2D, 1x8, 2x4, 4x2 and 8x1).
-    # The 8-device files are split over two processes so that both of CI's cores work.
+    # The 8-device files are split over two processes so that both of CI's cores work, each
+    # problem's files kept together: each process's reference worker makes the expected answers
+    # of the problems it is given, so a problem split over both would have them made twice.
     references, solutions = keyed[: len(PROBLEMS)], keyed[len(PROBLEMS) :]
     smaller = [c for c in DEVICE_COUNTS if c != 8]
-    on_eight = references + solutions
-    groups = [(references, smaller), (on_eight[::2], (8,)), (on_eight[1::2], (8,))]
+    by_problem: dict[str, list] = {}
+    for entry in references + solutions:
+        by_problem.setdefault(entry[1], []).append(entry)
+    halves: tuple[list, list] = ([], [])
+    for files in sorted(by_problem.values(), key=len, reverse=True):
+        min(halves, key=len).extend(files)
+    groups = [(references, smaller), (halves[0], (8,)), (halves[1], (8,))]
 
     def checked(group, counts):
         return check_many([(name, path) for _, name, path in group], device_counts=counts)
