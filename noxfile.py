@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -119,16 +121,38 @@ def run_tests(session: nox.Session) -> None:
     if ENVIRONMENT.trim_compilation_cache(folder):
         session.log(f"emptied {folder}: it held programs of more than 1 GiB")
     cache = ENVIRONMENT.compilation_cache_env(folder)
-    for count in ENVIRONMENT.CHECKED_DEVICE_COUNTS:
-        session.log(f"pytest on {count} CPU device(s)")
-        spread = ["-n", "auto", "--dist", "loadfile"]
-        if count != ENVIRONMENT.DEFAULT_DEVICE_COUNT:
-            spread = []
-        env = {**jax_env(count), **cache}
-        # Jobs of several processes run in `nox -s multihost`; the launcher tests, which need
-        # Open MPI, SLURM and root, in `nox -s launchers`.
-        chosen = "not launchers and not processes"
-        session.run("pytest", "-m", chosen, *spread, *session.posargs, env=env)
+    # Jobs of several processes run in `nox -s multihost`; the launcher tests, which need Open
+    # MPI, SLURM and root, in `nox -s launchers`.
+    chosen = ["-m", "not launchers and not processes"]
+    main = ENVIRONMENT.DEFAULT_DEVICE_COUNT
+    session.log(f"pytest on {main} CPU devices")
+    spread = ["-n", "auto", "--dist", "loadfile"]
+    session.run("pytest", *chosen, *spread, *session.posargs, env={**jax_env(main), **cache})
+    # The other counts run few tests each, one process apiece: side by side, they share the
+    # cores that one of them alone would leave idle.
+    others = [count for count in ENVIRONMENT.CHECKED_DEVICE_COUNTS if count != main]
+    session.log(f"pytest on {', '.join(map(str, others))} CPU device(s), side by side")
+    path = os.pathsep.join([session.bin, os.environ.get("PATH", "")])
+    failed = []
+    with contextlib.ExitStack() as logs:
+        running = []
+        for count in others:
+            log = logs.enter_context(tempfile.TemporaryFile())
+            env = {**os.environ, **jax_env(count), **cache, "PATH": path}
+            command = [os.path.join(session.bin, "pytest"), *chosen, *session.posargs]
+            process = subprocess.Popen(command, env=env, stdout=log, stderr=log)
+            running.append((count, log, process))
+        for count, log, process in running:
+            process.wait()
+            log.seek(0)
+            lines = log.read().decode(errors="replace").rstrip().splitlines()
+            last = lines[-1] if lines else "(no output)"
+            session.log(f"pytest on {count} CPU device(s): {last}")
+            if process.returncode:
+                print("\n".join(lines))
+                failed.append(count)
+    if failed:
+        session.error(f"the tests failed on {', '.join(map(str, failed))} CPU device(s)")
 
 
 def build_docs(

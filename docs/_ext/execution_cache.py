@@ -2,10 +2,10 @@
 
 myst-nb's cache matches a page by its code cells alone. This extension gives it a cache folder
 named after a fingerprint of the rest: the package and example sources, the planner's and the
-explorer's formulas, the lock, the kernel start-up file, the JAX and Flax versions, the Python version and
-the device settings. A change
-to any of them starts an empty cache, and the caches for older fingerprints, which can never be
-hit again, are deleted. Nothing happens unless ``nb_execution_mode`` is ``"cache"``.
+explorer's formulas, the lock, the kernel start-up file, the JAX and Flax versions, the Python
+version and the device settings. A change to any of them starts an empty cache, and the caches
+for older fingerprints, which can never be hit again, are deleted. Nothing happens unless
+``nb_execution_mode`` is ``"cache"``.
 """
 
 from __future__ import annotations
