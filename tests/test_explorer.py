@@ -1,5 +1,6 @@
 """The sharding explorer's formulas (docs/_static/explorer/model.js), run in V8 as the page runs
-them: each preset against the program XLA compiles, and the refusals of bad input."""
+them: what the presets cover, blocks and bytes, and the refusals of bad input. Each preset is
+compiled and compared with the explorer's answer by the explorer's page, as the site builds."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 
 from spmd_guide import explorer
 
-# The presets compile for up to 8 devices: one pass, on the guide's own count.
+# The meshes span up to 8 devices: one pass, on the guide's own count.
 pytestmark = pytest.mark.once
 
 MESH = {"axes": [["x", 2], ["y", 4]], "types": "Explicit"}
@@ -15,11 +16,6 @@ MESH = {"axes": [["x", 2], ["y", 4]], "types": "Explicit"}
 
 def question(arrays, op, mesh=MESH):
     return {"mesh": mesh, "arrays": arrays, "op": op}
-
-
-@pytest.mark.parametrize("preset", explorer.presets(), ids=lambda p: p["name"])
-def test_each_preset_agrees_with_the_compiled_program(preset):
-    assert explorer.disagreements(preset["question"]) == []
 
 
 def test_the_presets_cover_the_four_matmul_cases_reductions_reshards_and_refusals():
