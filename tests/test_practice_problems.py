@@ -51,15 +51,16 @@ def reports(tmp_path_factory):
         reference.write_text(reference_source(name))
         keyed.append((f"reference:{name}", name, reference))
     keyed += [(str(path), path.parent.name, path) for path in solution_files()]
-    # Every reference on every device count; the learners' solutions on 8 devices, where each
-    # mistake shows (the meshes there include sub-meshes and, for 2D, 1x8, 2x4, 4x2 and 8x1).
+    # Every reference on 1, 2 and 4 devices (each problem's page checks it on 8 as the site
+    # builds); the learners' solutions on 8 devices, where each mistake shows (the meshes there
+    # include sub-meshes and, for 2D, 1x8, 2x4, 4x2 and 8x1), a right one among them.
     # The 8-device files are split over two processes so that both of CI's cores work, each
     # problem's files kept together: each process's reference worker makes the expected answers
     # of the problems it is given, so a problem split over both would have them made twice.
     references, solutions = keyed[: len(PROBLEMS)], keyed[len(PROBLEMS) :]
     smaller = [c for c in DEVICE_COUNTS if c != 8]
     by_problem: dict[str, list] = {}
-    for entry in references + solutions:
+    for entry in solutions:
         by_problem.setdefault(entry[1], []).append(entry)
     halves: tuple[list, list] = ([], [])
     for files in sorted(by_problem.values(), key=len, reverse=True):
@@ -79,9 +80,10 @@ def reports(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", list(PROBLEMS))
-def test_the_reference_passes_on_every_device_count(reports, name):
-    for report in reports[f"reference:{name}"]:
-        assert report.passed, report.text()
+def test_the_reference_passes_on_1_2_and_4_devices(reports, name):
+    (report,) = reports[f"reference:{name}"]
+    assert report.passed, report.text()
+    assert [run.devices for run in report.runs] == [1, 2, 4]
 
 
 @pytest.mark.parametrize("path", solution_files(), ids=lambda p: f"{p.parent.name}/{p.stem}")
