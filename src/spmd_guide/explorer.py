@@ -10,8 +10,6 @@ compiles it, and reads what the compiler chose; :func:`disagreements` compares t
 
 from __future__ import annotations
 
-import atexit
-import functools
 import json
 import re
 from collections import Counter
@@ -23,6 +21,7 @@ import jax.numpy as jnp
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from spmd_guide import scripts
 from spmd_guide.analysis import collectives_by_axis
 from spmd_guide.tpu import compile_like, like
 
@@ -34,20 +33,8 @@ class ExplorerError(ValueError):
     """The explorer refused a question; the message says what to change."""
 
 
-@functools.cache
 def _context() -> Any:
-    from py_mini_racer import MiniRacer
-
-    if not MODEL_JS.is_file():
-        raise FileNotFoundError(
-            f"the explorer's formulas are not at {MODEL_JS}: spmd_guide.explorer runs them from "
-            "a clone of the repository, with the package installed from it (pip install -e .)"
-        )
-    context = MiniRacer()
-    # An open context's V8 threads keep the interpreter from exiting.
-    atexit.register(context.close)
-    context.eval(MODEL_JS.read_text())
-    return context
+    return scripts.context(MODEL_JS, "spmd_guide.explorer")
 
 
 def explain(question: dict[str, Any]) -> dict[str, Any]:

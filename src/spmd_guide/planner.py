@@ -10,7 +10,6 @@ slice, and reads what the compiler planned.
 
 from __future__ import annotations
 
-import atexit
 import functools
 import hashlib
 import json
@@ -27,6 +26,8 @@ import jax.numpy as jnp
 from jax.ad_checkpoint import checkpoint_name
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
+
+from spmd_guide import scripts
 
 MODEL_JS = Path(__file__).resolve().parents[2] / "docs" / "_static" / "planner" / "model.js"
 """The planner's formulas, shared with the page's script."""
@@ -46,20 +47,8 @@ def _call(function: str, *args: str) -> Any:
     return json.loads(str(_context().call(f"spmdPlanner.{function}", *args)))
 
 
-@functools.cache
 def _context() -> Any:
-    from py_mini_racer import MiniRacer
-
-    if not MODEL_JS.is_file():
-        raise FileNotFoundError(
-            f"the planner's formulas are not at {MODEL_JS}: spmd_guide.planner runs them from a "
-            "clone of the repository, with the package installed from it (pip install -e .)"
-        )
-    context = MiniRacer()
-    # An open context's V8 threads keep the interpreter from exiting.
-    atexit.register(context.close)
-    context.eval(MODEL_JS.read_text())
-    return context
+    return scripts.context(MODEL_JS, "spmd_guide.planner")
 
 
 def plan(config: Mapping[str, Any]) -> dict[str, Any]:
