@@ -131,15 +131,13 @@ def count(tree):
     return sum(math.prod(leaf.shape) for leaf in jax.tree.leaves(tree))
 
 
+# The planner page checks the stored and donated bytes of thirty drawn configurations as the
+# site builds; these two keep `nox -s tests` failing for a formula that breaks them.
 @pytest.mark.once
 @pytest.mark.parametrize(
     "layout",
     [
-        dict(data=2, zero=0),
         dict(data=2, zero=1),
-        dict(data=2, zero=3, microbatches=2),
-        dict(data=1, tensor=2, sequence_parallel=True, remat="saved"),
-        dict(pipe=2, data=1, microbatches=2, schedule="gpipe", remat="selective"),
         dict(pipe=2, data=2, microbatches=4, schedule="1f1b", remat="saved", zero=1),
     ],
 )
