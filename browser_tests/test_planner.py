@@ -192,10 +192,10 @@ def test_the_keyboard_reaches_every_field_and_opens_a_formula(context, site_url)
 
 def test_a_bad_value_in_a_shared_address_is_named_not_replaced(context, site_url):
     # With no answer to show, the planner shows the refusal alone.
-    tab = open_planner(context, site_url, "zero=2&tensor=8", ready=".planner-status[data-error]")
+    tab = open_planner(context, site_url, "zero=4&tensor=8", ready=".planner-status[data-error]")
     status = tab.locator(".planner-status")
-    assert status.text_content() == "ZeRO stage must be 0, 1 or 3, got 2"
-    assert tab.url.endswith("#zero=2&tensor=8")
+    assert status.text_content() == "ZeRO stage must be 0, 1, 2 or 3, got 4"
+    assert tab.url.endswith("#zero=4&tensor=8")
     tab.goto(f"{site_url}{PAGE}#tensor=abc")
     tab.wait_for_function("document.querySelector('.planner-status').dataset.error === 'true'")
     assert 'tensor axis must be a whole number from 1 to 10,000,000, got "abc"' in (

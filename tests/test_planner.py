@@ -47,7 +47,8 @@ def test_the_page_form_and_this_module_share_defaults_and_chips():
         (dict(chip="a100"), "chip must be one of v5e, v5p, v6e, h100, h200"),
         (dict(layers=0), "layers must be a whole number from 1 to 10,000,000, got 0"),
         (dict(depth=4), 'unknown setting "depth"'),
-        (dict(zero=2), "ZeRO stage must be 0, 1 or 3, got 2"),
+        (dict(zero=4), "ZeRO stage must be 0, 1, 2 or 3, got 4"),
+        (dict(zero=2, pipe=4, data=4, tensor=1), "choose stage 1 or 3 with a pipeline"),
         (
             dict(width=4100, heads=41, tensor=1, data=12, batch=240),
             "choose a data axis that divides 4100",
@@ -90,6 +91,36 @@ def test_communication_follows_the_ring_formulas():
         wide = dict(SMALL, heads=16, mlp=256, tensor=tensor, chip="h100")
         ((activations),) = planner.plan(wide)["comms"]
         assert (activations["axis"], activations["bandwidth"]) == ("tensor", link)
+
+
+def test_zero_two_splits_the_running_sum_and_scatters_every_microbatch():
+    one, two = (
+        planner.plan(dict(SMALL, data=8, batch=32, microbatches=4, zero=zero)) for zero in (1, 2)
+    )
+    whole = 4 * (2 * (4 * 64 * 64 + 2 * 64 * 128) + 2 * 256 * 64)  # float32 gradients
+    assert one["memory"]["gradients"]["value"] == 2 * whole
+    assert two["memory"]["gradients"]["value"] == whole + whole / 8
+    for bucket in ("parameters", "optimizer", "batch", "activations", "working"):
+        assert one["memory"][bucket] == two["memory"][bucket], bucket
+    scatter = {
+        answer["config"]["zero"]: c
+        for answer in (one, two)
+        for c in answer["comms"]
+        if c["op"] == "reduce-scatter"
+    }
+    assert scatter[2]["value"] == pytest.approx(4 * scatter[1]["value"])
+    assert scatter[1]["value"] == pytest.approx(7 / 8 * whole)
+    # Without microbatches there is no running sum: stage 2 is stage 1.
+    alone = [planner.plan(dict(SMALL, data=8, batch=16, zero=zero)) for zero in (1, 2)]
+    assert alone[0]["memory"] == alone[1]["memory"] and alone[0]["comms"] == alone[1]["comms"]
+
+
+def test_the_zero_two_twins_are_the_zero_one_draws_that_accumulate():
+    drawn = planner.drawn_configurations()
+    twins = planner.zero_two_twins(drawn)
+    originals = [c for c in drawn if c["zero"] == 1 and c["pipe"] == 1 and c["microbatches"] > 1]
+    assert len(twins) == len(originals) >= 2
+    assert [dict(t, zero=1) for t in twins] == originals
 
 
 def test_the_bound_is_the_busiest_axis_and_the_serial_time_adds_every_axis():
@@ -137,7 +168,7 @@ def count(tree):
 @pytest.mark.parametrize(
     "layout",
     [
-        dict(data=2, zero=1),
+        dict(data=2, zero=2, microbatches=2),
         dict(pipe=2, data=2, microbatches=4, schedule="1f1b", remat="saved", zero=1),
     ],
 )
@@ -280,7 +311,9 @@ def test_the_tpu_checks_are_the_spanning_draws_and_the_question():
     checks = planner.tpu_checks()
     drawn = [config for config, target in checks if target == planner.DRAWN_SLICE]
     question = [config for config, target in checks if target == planner.QUESTION_SLICE]
-    assert len(drawn) == planner.TPU_DRAWS >= 8 and len(question) == 3
+    picked = drawn[: planner.TPU_DRAWS]
+    assert drawn[planner.TPU_DRAWS :] == planner.zero_two_twins(picked)
+    assert len(picked) == planner.TPU_DRAWS >= 8 and len(question) == 3
     assert all(config["pipe"] * config["data"] * config["tensor"] == 8 for config in drawn)
     assert question[0] == planner.plan(planner.defaults())["config"]
     assert len({json.dumps(config, sort_keys=True) for config, _ in checks}) == len(checks)

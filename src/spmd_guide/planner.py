@@ -505,11 +505,20 @@ def _step(params: Any, opt_state: Any, tokens: jax.Array, c: Mapping[str, Any]) 
         rows = tokens.shape[0]
         micro = tokens.reshape(rows // count, count, -1).swapaxes(0, 1)
 
+        # ZeRO 2: the running sum is kept split over data like Adam's moments, a constraint
+        # on the loop's carry, so that each microbatch's gradients are reduce-scattered into it.
+        def kept(total: Any) -> Any:
+            if c["zero"] != 2:
+                return total
+            loss, grads = total
+            split = jax.tree.map(jax.lax.with_sharding_constraint, grads, _specs(c, "data"))
+            return loss, split
+
         def accumulate(total: Any, batch: jax.Array) -> tuple[Any, None]:
             loss, grads = loss_and_grads(as_grads, batch)
-            return jax.tree.map(jnp.add, total, (loss, grads)), None
+            return kept(jax.tree.map(jnp.add, total, (loss, grads))), None
 
-        zero = jax.tree.map(jnp.zeros_like, (jnp.zeros((), jnp.float32), as_grads))
+        zero = kept(jax.tree.map(jnp.zeros_like, (jnp.zeros((), jnp.float32), as_grads)))
         (loss, grads), _ = jax.lax.scan(accumulate, zero, micro)
         loss = loss / count
     params, opt_state = _adam(params, grads, opt_state, DTYPES[c["opt_dtype"]])
@@ -826,10 +835,23 @@ def spanning(configs: Sequence[Mapping[str, Any]], count: int) -> list[int]:
     return sorted(chosen)
 
 
+def zero_two_twins(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """ZeRO 2 versions of those of ``configs`` that run ZeRO 1 with an accumulation loop (one
+    pipeline stage, several microbatches), as :func:`plan` completes them: the same step with the
+    loop's running sum split over data, to compare with its ZeRO 1 original."""
+    return [
+        plan(dict(c, zero=2))["config"]
+        for c in configs
+        if c["zero"] == 1 and c["pipe"] == 1 and c["microbatches"] > 1
+    ]
+
+
 def drawn_tpu_checks() -> list[dict[str, Any]]:
-    """The drawn configurations the build compiles for :data:`DRAWN_SLICE`."""
+    """The drawn configurations the build compiles for :data:`DRAWN_SLICE`, with the ZeRO 2
+    twins of those that have one."""
     drawn = drawn_configurations()
-    return [drawn[n] for n in spanning(drawn, TPU_DRAWS)]
+    picked = [drawn[n] for n in spanning(drawn, TPU_DRAWS)]
+    return picked + zero_two_twins(picked)
 
 
 def tpu_checks() -> list[tuple[dict[str, Any], str]]:
@@ -859,7 +881,8 @@ def keep_tpu_plans(folder: str | os.PathLike[str]) -> tuple[int, int]:
 
 
 def compile_cpu_checks(folder: str | os.PathLike[str]) -> int:
-    """Compile every drawn configuration with this process's CPU compiler, afresh: ``folder``
+    """Compile every drawn configuration, and its ZeRO 2 twin where it has one
+    (:func:`zero_two_twins`), with this process's CPU compiler, afresh: ``folder``
     is emptied first, then holds each result as :func:`measure` keeps it, for the page to read.
 
     Returns:
@@ -873,9 +896,10 @@ def compile_cpu_checks(folder: str | os.PathLike[str]) -> int:
     shutil.rmtree(folder, ignore_errors=True)
     os.environ["SPMD_GUIDE_CPU_PLANS"] = os.fspath(folder)
     drawn = drawn_configurations()
-    for config in drawn:
+    checked = drawn + zero_two_twins(drawn)
+    for config in checked:
         measure(config, "cpu")
-    return len(drawn)
+    return len(checked)
 
 
 if __name__ == "__main__":

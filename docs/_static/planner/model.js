@@ -81,7 +81,7 @@
     }
     if (!REMAT.includes(c.remat)) fail(`remat must be one of ${REMAT.join(", ")}, got ${JSON.stringify(c.remat)}`, "remat");
     if (!SCHEDULES.includes(c.schedule)) fail(`schedule must be gpipe or 1f1b, got ${JSON.stringify(c.schedule)}`, "schedule");
-    if (![0, 1, 3].includes(c.zero)) fail(`ZeRO stage must be 0, 1 or 3, got ${JSON.stringify(c.zero)}`, "zero");
+    if (![0, 1, 2, 3].includes(c.zero)) fail(`ZeRO stage must be 0, 1, 2 or 3, got ${JSON.stringify(c.zero)}`, "zero");
     if (typeof c.sequence_parallel !== "boolean") fail("sequence parallel must be true or false", "sequence_parallel");
     if (!(c.chip in CHIPS)) fail(`chip must be one of ${Object.keys(CHIPS).join(", ")}, got ${JSON.stringify(c.chip)}`, "chip");
     divides("width", c.width, c.heads, "the heads", "choose a head count that divides the width", "heads");
@@ -96,6 +96,7 @@
     divides("global batch", c.batch, c.data * c.microbatches, "data axis × microbatches",
       `choose a batch that is a multiple of ${c.data * c.microbatches}, or fewer microbatches`, "batch");
     if (c.zero > 0 && c.data === 1) fail(`ZeRO stage ${c.zero} shards over the data axis, which has size 1; give the data axis 2 or more devices, or choose stage 0`, "zero");
+    if (c.zero === 2 && c.pipe > 1) fail("ZeRO stage 2 splits the accumulation loop's running sum of gradients, and the pipeline schedules here accumulate inside the pipeline instead: choose stage 1 or 3 with a pipeline, or one stage", "zero");
     if (c.zero > 0) {
       divides("width", c.width, c.data, "the data axis", `ZeRO stage ${c.zero} splits each weight's width over the data axis: choose a data axis that divides ${c.width}`, "data");
     }
@@ -142,18 +143,25 @@
       `(${L}/${p} · ${fmt(perLayer)} + ${fmt(edges)}) / (${t} · ${fsdp}) × ${P}`);
     memory.optimizer = entry(
       2 * held(stateSplit) * O + 4,
-      "2 moments × (L/p · (4h² + 2hf) + 2Vh) / (t · z_o) × bytes(opt) + 4 (step count), z_o = d under ZeRO 1 or 3, else 1",
+      "2 moments × (L/p · (4h² + 2hf) + 2Vh) / (t · z_o) × bytes(opt) + 4 (step count), z_o = d under ZeRO 1, 2 or 3, else 1",
       `2 × ${fmt(held(stateSplit))} × ${O} + 4`);
     // Gradients live inside the step: with ZeRO 3 each layer's is reduce-scattered as the
     // backward pass makes it; otherwise every device makes every gradient whole first.
     // Microbatches' gradients are summed into a running total beside the current one's, in
-    // an accumulation loop and in a pipeline alike.
+    // an accumulation loop and in a pipeline alike; ZeRO 2 keeps that total split over data.
     const accumulating = m > 1;
-    const gradCopies = accumulating ? 2 : 1;
-    memory.gradients = entry(
-      gradCopies * held(fsdp) * G,
-      (accumulating ? "2 (accumulated and current) × " : "") + "(L/p · (4h² + 2hf) + 2Vh) / (t · z_p) × bytes(grad)",
-      `${gradCopies} × ${fmt(held(fsdp))} × ${G}`);
+    if (accumulating && z === 2) {
+      memory.gradients = entry(
+        held(1) * G + held(d) * G,
+        "(current + accumulated / d) × (L/p · (4h² + 2hf) + 2Vh) / t × bytes(grad)",
+        `${fmt(held(1))} × ${G} + ${fmt(held(d))} × ${G}`);
+    } else {
+      const gradCopies = accumulating ? 2 : 1;
+      memory.gradients = entry(
+        gradCopies * held(fsdp) * G,
+        (accumulating ? "2 (accumulated and current) × " : "") + "(L/p · (4h² + 2hf) + 2Vh) / (t · z_p) × bytes(grad)",
+        `${gradCopies} × ${fmt(held(fsdp))} × ${G}`);
+    }
 
     const rows = c.batch / (d * m);
     const tokens = rows * s;
@@ -220,8 +228,11 @@
         comms.push({ op: "all-reduce", axis: "data", what: "gradients", ...entry(2 * ring(d) * whole * G,
           "2(d−1)/d × gradient bytes", `2 × ${d - 1}/${d} × ${fmt(whole * G)}`) });
       } else {
-        comms.push({ op: "reduce-scatter", axis: "data", what: "gradients", ...entry(ring(d) * whole * G * (z === 3 ? m : 1),
-          (z === 3 && m > 1 ? "m × " : "") + "(d−1)/d × gradient bytes", `${z === 3 && m > 1 ? m + " × " : ""}${d - 1}/${d} × ${fmt(whole * G)}`) });
+        // ZeRO 2 and 3 scatter each microbatch's gradients into their split running sum;
+        // ZeRO 1 sums the microbatches whole and scatters once.
+        const scatters = z >= 2 ? m : 1;
+        comms.push({ op: "reduce-scatter", axis: "data", what: "gradients", ...entry(ring(d) * whole * G * scatters,
+          (scatters > 1 ? "m × " : "") + "(d−1)/d × gradient bytes", `${scatters > 1 ? m + " × " : ""}${d - 1}/${d} × ${fmt(whole * G)}`) });
         // ZeRO 3 gathers each layer's weights for the forward pass and again for the backward
         // (whose recomputation, under remat, uses the same gathered copy), per microbatch.
         const gathers = z === 3 ? 2 * m : 1;

@@ -28,7 +28,7 @@
     ]],
     ["Parallelism", [
       ["data", "Data axis", "number"],
-      ["zero", "ZeRO stage over data", [["0", "0: replicated"], ["1", "1: optimizer state split"], ["3", "3: all split (FSDP)"]]],
+      ["zero", "ZeRO stage over data", [["0", "0: replicated"], ["1", "1: optimizer state split"], ["2", "2: optimizer state and summed gradients split"], ["3", "3: all split (FSDP)"]]],
       ["tensor", "Tensor axis", "number"],
       ["sequence_parallel", "Sequence parallel", "checkbox"],
       ["pipe", "Pipeline stages", "number"],
