@@ -194,3 +194,18 @@ def test_libtpu_writes_no_logs_when_told_so(tmp_path):
     quiet.mkdir()
     run_python("-c", _START_LIBTPU, devices=1, env=COMPILE_ONLY_LIBTPU_ENV, cwd=quiet)
     assert not any(quiet.iterdir())
+
+
+@pytest.mark.once
+def test_collectives_are_read_from_both_compilers_with_their_mesh_axes(cpu_devices):
+    if len(cpu_devices) != 8:
+        pytest.skip("compares with the 8-chip slice")
+    mesh = jax.make_mesh((2, 4), ("data", "model"), devices=cpu_devices)
+    with jax.set_mesh(mesh):
+        rows = jax.device_put(jnp.ones((8, 4)), P("data", "model"))
+    programs, found = tpu.collectives_here_and_on_tpu(
+        jax.jit(lambda r: r.sum(axis=0)), rows, mesh=mesh
+    )
+    assert set(programs) == set(found) == {"CPU", "TPU"}
+    assert found["CPU"] == found["TPU"] == [("all-reduce", ("data",))]
+    assert "all-reduce" in programs["TPU"].as_text()

@@ -182,3 +182,31 @@ def compile_like(function: Any, *args: Any, topology: str, mesh: Mesh) -> Any:
     abstract = abstract_on(args, target)
     with jax.set_mesh(target):
         return function.lower(*abstract).compile()
+
+
+def collectives_here_and_on_tpu(
+    function: Any, *args: Any, mesh: Mesh, topology: str = "v5e:2x4"
+) -> tuple[dict[str, Any], dict[str, list[tuple[str, tuple[str, ...]]]]]:
+    """Compile a jitted ``function`` for ``args`` laid out on ``mesh`` twice: by this process's
+    compiler (the pages' CPU build) and, as :func:`compile_like` does, by the TPU compiler for
+    ``topology``; read each program's collectives with the mesh axes they run over.
+
+    Returns:
+        The two compiled programs, and each one's collectives as sorted ``(op, axes)`` pairs,
+        both keyed ``"CPU"`` and ``"TPU"``.
+
+    Raises:
+        TpuCompilerUnavailable: if libtpu is not installed.
+    """
+    from spmd_guide.analysis import collectives_by_axis
+
+    programs = {
+        "CPU": function.lower(*args).compile(),
+        "TPU": compile_like(function, *args, topology=topology, mesh=mesh),
+    }
+    meshes = {"CPU": mesh, "TPU": like(mesh, topology)}
+    found = {
+        name: sorted((c.op, c.axes) for c in collectives_by_axis(program, meshes[name]))
+        for name, program in programs.items()
+    }
+    return programs, found
