@@ -307,13 +307,14 @@ def test_the_cpu_checks_are_compiled_afresh_and_read_back(tmp_path, monkeypatch)
     assert planner.measure(small, "cpu").argument_bytes > 0  # read back, as the page reads it
 
 
-def test_the_tpu_checks_are_the_spanning_draws_and_the_question():
+def test_the_tpu_checks_are_the_spanning_draws_a_twin_and_the_question():
     checks = planner.tpu_checks()
     drawn = [config for config, target in checks if target == planner.DRAWN_SLICE]
     question = [config for config, target in checks if target == planner.QUESTION_SLICE]
-    picked = drawn[: planner.TPU_DRAWS]
-    assert drawn[planner.TPU_DRAWS :] == planner.zero_two_twins(picked)
-    assert len(picked) == planner.TPU_DRAWS >= 8 and len(question) == 3
+    every_draw = planner.drawn_configurations()
+    picked = [every_draw[n] for n in planner.tpu_positions(every_draw)]
+    assert drawn == picked + planner.zero_two_twins(picked)
+    assert len(planner.zero_two_twins(picked)) == 1 and len(question) == 3
     assert all(config["pipe"] * config["data"] * config["tensor"] == 8 for config in drawn)
     assert question[0] == planner.plan(planner.defaults())["config"]
     assert len({json.dumps(config, sort_keys=True) for config, _ in checks}) == len(checks)
@@ -339,13 +340,22 @@ def test_the_draws_are_seeded_valid_and_cover_the_form():
 
 def test_the_spanning_picks_exercise_every_choice_the_draws_do():
     drawn = planner.drawn_configurations()
-    picks = planner.spanning(drawn, planner.TPU_DRAWS)
-    assert len(picks) == len(set(picks)) == planner.TPU_DRAWS and picks == sorted(picks)
     everything = set().union(*(planner._features(c) for c in drawn))
-    assert set().union(*(planner._features(drawn[n]) for n in picks)) == everything
-    # With fewer picks than it takes, as many choices as the greedy rule reaches.
-    assert len(planner.spanning(drawn, 2)) == 2
-    assert planner.spanning(drawn[:3], 5) == [0, 1, 2]
+    for start in ([], [len(drawn) - 1]):
+        picks = planner.spanning(drawn, start=start)
+        assert len(picks) == len(set(picks)) < len(drawn) // 3 and picks == sorted(picks)
+        assert set(start) <= set(picks)
+        assert set().union(*(planner._features(drawn[n]) for n in picks)) == everything
+    # The TPU's picks start from the smallest model with a ZeRO 2 twin.
+    positions = planner.tpu_positions(drawn)
+    with_twin = [n for n in positions if planner.zero_two_twins([drawn[n]])]
+    smallest = min(
+        (n for n, c in enumerate(drawn) if planner.zero_two_twins([c])),
+        key=lambda n: planner.plan(drawn[n])["parameters"],
+    )
+    assert with_twin == [smallest]
+    # One configuration exercises every choice of its own.
+    assert planner.spanning(drawn[:1]) == [0]
 
 
 @pytest.mark.once

@@ -1,7 +1,7 @@
 """The planner page's compiles, run before any page executes.
 
-The planner page compares its formulas with what the TPU compiler planned for thirteen training
-steps of models of up to billions of parameters; compiling one takes 10 to 40 s on two cores.
+The planner page compares its formulas with what the TPU compiler planned for eight training
+steps of models of up to billions of parameters; compiling one takes 10 to 25 s on two cores.
 Run inside the page, they would make it the build's one page of minutes on a fresh clone; so
 would its thirty CPU compiles, a second or two each, beside the other pages. Before the pages
 are read, this extension compiles both in a process of their own

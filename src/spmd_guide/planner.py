@@ -737,8 +737,6 @@ DRAW_SEED = 20261127
 CPU_DRAWS = 30
 """How many drawn configurations the build compiles with the CPU compiler."""
 
-TPU_DRAWS = 10
-"""How many of them (:func:`spanning`) it compiles with the TPU compiler for :data:`DRAWN_SLICE`."""
 
 DRAWN_SLICE = "v5e:2x4"
 """The TPU slice the drawn configurations are compiled for, 8 chips as the CPU has 8 devices."""
@@ -821,13 +819,14 @@ def _features(c: Mapping[str, Any]) -> set[str]:
     return features
 
 
-def spanning(configs: Sequence[Mapping[str, Any]], count: int) -> list[int]:
-    """The positions of ``count`` of ``configs`` that between them exercise as many of the form's
-    choices as they can: each pick adds the most choices not yet exercised (the earliest on a
-    tie), until every choice is, after which the earliest left are taken."""
-    chosen: list[int] = []
-    covered: set[str] = set()
-    while len(chosen) < min(count, len(configs)):
+def spanning(configs: Sequence[Mapping[str, Any]], start: Sequence[int] = ()) -> list[int]:
+    """The positions of a few of ``configs`` that between them exercise every choice any of them
+    does, picked greedily: from the positions ``start``, each pick adds the most choices not yet
+    exercised (the earliest on a tie)."""
+    chosen = list(start)
+    covered: set[str] = set().union(*(_features(configs[n]) for n in chosen))
+    everything: set[str] = set().union(*(_features(c) for c in configs))
+    while covered != everything:
         left = [n for n in range(len(configs)) if n not in chosen]
         best = max(left, key=lambda n: (len(_features(configs[n]) - covered), -n))
         chosen.append(best)
@@ -846,11 +845,22 @@ def zero_two_twins(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
     ]
 
 
+def tpu_positions(drawn: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The positions of the drawn configurations the build compiles for :data:`DRAWN_SLICE`:
+    the smallest model that has a ZeRO 2 twin (:func:`zero_two_twins`), so that one twin is
+    compiled beside its original, and from it as few more as :func:`spanning` picks to exercise
+    every choice the draws do. A TPU compile takes 10 to 25 s on two cores whatever the model's
+    size, so the build compiles few of them."""
+    with_twin = [n for n, c in enumerate(drawn) if zero_two_twins([c])]
+    smallest = min(with_twin, key=lambda n: plan(drawn[n])["parameters"])
+    return spanning(drawn, start=[smallest])
+
+
 def drawn_tpu_checks() -> list[dict[str, Any]]:
-    """The drawn configurations the build compiles for :data:`DRAWN_SLICE`, with the ZeRO 2
-    twins of those that have one."""
+    """The drawn configurations the build compiles for :data:`DRAWN_SLICE`
+    (:func:`tpu_positions`), with the ZeRO 2 twin of the one that has one."""
     drawn = drawn_configurations()
-    picked = [drawn[n] for n in spanning(drawn, TPU_DRAWS)]
+    picked = [drawn[n] for n in tpu_positions(drawn)]
     return picked + zero_two_twins(picked)
 
 
@@ -866,7 +876,7 @@ def keep_tpu_plans(folder: str | os.PathLike[str]) -> tuple[int, int]:
     """Compile each of :func:`tpu_checks` for its slice, keeping the results in ``folder`` as
     :func:`measure` keeps them, so that the page reads them instead of compiling.
 
-    A TPU compile of one of these steps takes 8 to 40 s on two cores; a refusal, about one.
+    A TPU compile of one of these steps takes 10 to 25 s on two cores; a refusal, about one.
 
     Returns:
         How many programs were compiled now, and how many were already kept.
