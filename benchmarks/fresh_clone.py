@@ -1,14 +1,14 @@
 """Benchmark a fresh clone's first `nox -s docs`: the install, every page executed, every TPU plan.
 
-    nox -s bench            (or: python benchmarks/fresh_clone.py, with nox installed)
+    nox -s bench            (or: python benchmarks/fresh_clone.py)
 
-It clones the repository's committed HEAD into a temporary folder and runs `nox -s docs` there
-on the README's path: nox installed with plain pip, so the session's environment is made with
-virtualenv and pip (from the machine's pip cache, as a contributor's second clone would find it),
-in a folder of its own. Nothing of this working tree is reused: no environment, no executed
-page, no kept TPU plan. It prints the whole run's time, how long the planner's TPU steps took
-(the build compiles them before any page), and each page's execution time from the build's
-log, slowest first; it exits 1 if a target is missed:
+It clones the repository's committed HEAD into a temporary folder and follows the README there:
+`python -m pip install "nox[uv]"` into a virtual environment of its own, then `nox -s docs`, whose
+session environment uv makes (from the machine's package caches, as a contributor's second clone
+would find them). Nothing of this working tree is reused: no environment, no executed page, no
+kept TPU plan. It prints the whole run's time, nox's install included, how long the planner's
+TPU steps took (the build compiles them before any page), and each page's execution time from
+the build's log, slowest first; it exits 1 if a target is missed:
 the whole run under 600 s, every page under 60 s, and no warning in the log repeated page after
 page (a line that mentions a warning, seen more than 3 times).
 """
@@ -39,18 +39,21 @@ def main() -> int:
             text=True,
             check=True,
         ).stdout.strip()
+        runner = Path(tmp) / "nox-runner"
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "venv", str(runner)], check=True)
+        subprocess.run(
+            [runner / "bin" / "python", "-m", "pip", "install", "--quiet", "nox[uv]"], check=True
+        )
         command = [
-            sys.executable,
+            runner / "bin" / "python",
             "-m",
             "nox",
-            "--force-venv-backend",
-            "virtualenv",
             "--envdir",
-            str(Path(tmp) / "nox"),
+            Path(tmp) / "nox",
             "-s",
             "docs",
         ]
-        start = time.perf_counter()
         result = subprocess.run(command, cwd=clone, capture_output=True, text=True)
         seconds = time.perf_counter() - start
     log = result.stdout + result.stderr
