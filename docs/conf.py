@@ -47,6 +47,7 @@ extensions = [
     "offline_inventories",
     "page_scripts",
     "page_times",
+    "reading_order",
     "sharding_pictures",
     "sitemap",
     "source_downloads",

@@ -25,6 +25,7 @@ import error_search  # noqa: E402
 import figure_alt_text  # noqa: E402
 import hosting  # noqa: E402
 import kernel_environment  # noqa: E402
+import reading_order  # noqa: E402
 import sharding_pictures  # noqa: E402
 import source_downloads  # noqa: E402
 import stream_outputs  # noqa: E402
@@ -70,6 +71,52 @@ def test_sitemap_lists_every_page_after_parallel_and_incremental_builds(tmp_path
     (source / "zeta.rst").write_text("zeta\n====\n\nNew.\n")
     (source / "index.rst").write_text((source / "index.rst").read_text() + "   zeta\n")
     assert _build(source, out) == [*expected, BASE + "zeta.html"]
+
+
+def test_pages_are_read_one_per_task_the_most_code_first(tmp_path):
+    source = tmp_path / "src"
+    source.mkdir()
+    code = {"light": 1, "heavy": 30, "middle": 8, "prose": 0}
+    record = tmp_path / "read.txt"
+    (source / "conf.py").write_text(
+        f"import os, sys\nsys.path.insert(0, {str(EXTENSIONS)!r})\n"
+        "extensions = ['myst_nb', 'reading_order']\nnb_execution_mode = 'off'\n"
+        "suppress_warnings = ['myst-nb.lexer']  # not executed: no language to colour\n"
+        "def setup(app):\n"
+        "    def note(app, docname, source):\n"
+        f"        with open({str(record)!r}, 'a') as out:\n"
+        "            out.write(f'{docname} {os.getpid()}\\n')\n"
+        "    app.connect('source-read', note)\n"
+    )
+    header = (
+        "---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
+        "kernelspec:\n  name: python3\n  display_name: Python 3\n---\n"
+    )
+    (source / "index.md").write_text("# Home\n\n```{toctree}\n" + "\n".join(code) + "\n```\n")
+    for page, lines in code.items():
+        cell = "```{code-cell} ipython3\n" + "x = 1\n" * lines + "```\n" if lines else ""
+        (source / f"{page}.md").write_text(f"{header}# {page}\n\n{cell}")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-q",
+            "-W",
+            "-j",
+            "2",
+            "-b",
+            "html",
+            source,
+            tmp_path / "o",
+        ],
+        check=True,
+    )
+    read = dict(line.split() for line in record.read_text().splitlines())
+    assert len(set(read.values())) == len(read) == 5  # each page in a task of its own
+    assert set(list(read)[:2]) == {"heavy", "middle"}  # the two workers start on these
+    assert reading_order.code_lines((source / "middle.md").read_text()) == 8
+    assert reading_order.make_chunks_of_sphinx is reading_order.builders.make_chunks  # restored
 
 
 def _notebook(*cells: tuple[str, list[str]]) -> nbformat.NotebookNode:
