@@ -8,6 +8,8 @@ every --save-every steps with the step number, keeping the last two checkpoints.
 the latest checkpoint is read straight into the layout of the devices this run has, which may
 be fewer or more than the run that saved it, and training continues from the step after it.
 Each save and each restore prints a digest of the whole state, so two runs can be compared.
+A checkpoint is written under a temporary name and renamed when finished, or, with
+--commit-file, written in place and marked finished by a file written last.
 
 It runs as one process or as several. Started plainly, as above, it runs alone. Started by srun
 (SLURM), mpirun (Open MPI), a TPU pod's or Kubernetes' environment, or the repository's launcher
@@ -57,6 +59,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--resume", action="store_true", help="continue from the latest checkpoint in --dir"
+    )
+    parser.add_argument(
+        "--commit-file",
+        action="store_true",
+        help="write each checkpoint in place and mark it finished with a file written last, "
+        "instead of renaming a temporary folder (for S3, which cannot rename a folder at once)",
     )
     args = parser.parse_args(argv)
     if args.steps < 1 or args.save_every < 1:
@@ -192,6 +200,10 @@ def main(argv: list[str] | None = None) -> int:
             ]
         ),
         preservation_policy=policies.LatestN(2),
+        # None: Orbax chooses, renaming a temporary folder except on Google Cloud Storage.
+        atomicity_options=ocp.options.AtomicityOptions(mode=ocp.options.AtomicityMode.COMMIT_FILE)
+        if args.commit_file
+        else None,
     )
     manager = ocp.CheckpointManager(folder, options=options)
     print(

@@ -1,0 +1,156 @@
+"""A job whose processes disagree about the step: how it hangs, how to see where, how to stop it.
+
+    python -m spmd_guide.launch -n 2 --devices-per-process 4 \
+        examples/operations/uneven_steps.py --short-on 1 --deadline 20
+    mpirun -np 2 python examples/operations/uneven_steps.py --short-on 1 --deadline 20
+
+Every process trains a data-parallel model on its own share of the data. With --short-on P,
+process P's share holds one batch fewer, as uneven files of a dataset do: P leaves the loop a
+step early and waits to shut down, while every other process runs one more step and waits inside
+its gradient all-reduce for P, which never comes. Nothing fails; the job stops making progress.
+
+Three things make such a job tell where it is:
+  * every process prints the SHA-256 of the program it runs (--check-programs compares them
+    across processes before the first step, and stops with the processes that differ: the
+    processes of one job must run one program);
+  * `kill -USR1 PID` makes a process print every thread's Python stack, and go on;
+  * --deadline S makes every process print its stacks and exit if it is still running S seconds
+    after it started.
+--agree-on-steps is the fix for uneven data: the processes agree on the fewest batches any of
+them holds before they start. --extra-term-on P gives process P's step a different loss (a term
+the others lack), a program that differs without hanging: each process goes on with different
+weights, which --check-programs catches.
+
+It needs only jax and numpy. Started plainly it runs alone; under srun, mpirun, a TPU pod,
+Kubernetes or the repository's launcher, every process joins one job. On a machine with only a
+CPU, JAX is given 4 CPU devices per process unless JAX_NUM_CPU_DEVICES says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import hashlib
+import os
+import signal
+import sys
+
+ROWS_PER_DEVICE, WIDTH, BATCHES = 4, 16, 3
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--short-on", type=int, help="this process holds one batch fewer")
+    parser.add_argument("--extra-term-on", type=int, help="this process's loss has an extra term")
+    parser.add_argument(
+        "--agree-on-steps", action="store_true", help="run the fewest batches any process holds"
+    )
+    parser.add_argument(
+        "--check-programs", action="store_true", help="stop if the processes' programs differ"
+    )
+    parser.add_argument(
+        "--deadline", type=float, help="print every stack and exit after this many seconds"
+    )
+    args = parser.parse_args(argv)
+    if args.deadline is not None and args.deadline <= 0:
+        parser.error("--deadline must be a positive number of seconds")
+    return args
+
+
+def join_the_job() -> None:
+    """Join the other processes of a multi-process job, or go on alone if there is none."""
+    import jax
+
+    def number(name: str) -> int | None:
+        value = os.environ.get(name)
+        return int(value) if value else None
+
+    # JAX reads JAX_COORDINATOR_ADDRESS itself but not these two, which the repository's
+    # launcher sets; whatever is left None, JAX takes from srun's, mpirun's, a TPU pod's or
+    # Kubernetes' environment.
+    num_processes, process_id = number("JAX_NUM_PROCESSES"), number("JAX_PROCESS_ID")
+    try:
+        jax.distributed.initialize(
+            num_processes=num_processes, process_id=process_id, initialization_timeout=60
+        )
+    except ValueError as error:
+        if num_processes is None and str(error) == "coordinator_address should be defined.":
+            return  # no job to join: run alone
+        raise
+
+
+def fingerprint(lowered) -> str:
+    """The SHA-256 of a lowered program's text: equal only for the same program."""
+    return hashlib.sha256(lowered.as_text().encode()).hexdigest()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    # Before anything can hang: `kill -USR1 PID` prints every thread's stack, and the deadline
+    # prints them all and exits.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    if args.deadline is not None:
+        faulthandler.dump_traceback_later(args.deadline, exit=True)
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.experimental import multihost_utils
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    if "JAX_NUM_CPU_DEVICES" not in os.environ:
+        jax.config.update("jax_num_cpu_devices", 4)  # used only when the CPU is the platform
+    join_the_job()
+    me = jax.process_index()
+
+    def say(message: str) -> None:
+        print(f"process {me}: {message}", flush=True)
+
+    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    rows = ROWS_PER_DEVICE * jax.local_device_count()
+    rng = np.random.default_rng(me)
+    batches = BATCHES - (me == args.short_on)
+    data = rng.normal(size=(batches, rows, WIDTH)).astype(np.float32)
+    if args.agree_on_steps:
+        # Every process must run the same steps: agree on the fewest batches any one holds.
+        batches = int(multihost_utils.process_allgather(np.int32(batches)).min())
+
+    extra = me == args.extra_term_on
+
+    def loss(w, x):
+        value = jnp.mean((x @ w - x) ** 2)
+        if extra:  # a Python branch on the process: this process traces another program
+            value = value + jnp.sum(w**2)
+        return value
+
+    @jax.jit
+    def train_step(w, x):
+        return w - 0.1 * jax.grad(loss)(w, x)
+
+    w = jax.device_put(jnp.zeros((WIDTH, WIDTH)), NamedSharding(mesh, P()))
+
+    def global_batch(step: int):
+        return jax.make_array_from_process_local_data(NamedSharding(mesh, P("data")), data[step])
+
+    program = fingerprint(train_step.lower(w, global_batch(0)))
+    say(f"{batches} batches, program {program[:16]}")
+    if args.check_programs:
+        every = multihost_utils.process_allgather(np.frombuffer(bytes.fromhex(program), np.uint8))
+        differing = [p for p, digest in enumerate(every) if bytes(digest).hex() != program]
+        if differing:
+            say(f"stopping: processes {differing} run another program than this one")
+            return 1
+    for step in range(batches):
+        w = train_step(w, global_batch(step))
+        say(f"step {step} done, loss {float(loss(w, global_batch(step))):.6f}")
+    # Replicated, so every process holds the whole of w: its digest should agree everywhere.
+    say(f"finished, weights {hashlib.sha256(np.asarray(w).tobytes()).hexdigest()[:16]}")
+    if jax.process_count() > 1:
+        jax.distributed.shutdown()  # waits for every process to reach it
+    faulthandler.cancel_dump_traceback_later()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
