@@ -217,6 +217,19 @@ def test_gloo_messages_split_over_lines_by_another_thread_are_taken_out():
     ]
 
 
+def test_a_gloo_message_cut_before_its_number_is_taken_out_with_the_number():
+    # What one process printed during a build: the count went to a line of its own.
+    output = "\n".join(
+        [
+            "[1] Expected number of connected peer ranks is : ",
+            "[1] 1",
+            "[1] process 1: step 0 done",
+            "[0] 12 batches",
+        ]
+    )
+    assert lines_by_process(output) == ["[0] 12 batches", "[1] process 1: step 0 done"]
+
+
 READING = ROOT / "examples" / "multihost" / "read_a_global_result.py"
 
 

@@ -14,8 +14,8 @@ Three things make such a job tell where it is:
     across processes before the first step, and stops with the processes that differ: the
     processes of one job must run one program);
   * `kill -USR1 PID` makes a process print every thread's Python stack, and go on;
-  * --deadline S makes every process print its stacks and exit if it is still running S seconds
-    after it started.
+  * --deadline S makes every process print its stacks if it is still running S seconds after it
+    started, and exit 2 seconds later.
 --agree-on-steps is the fix for uneven data: the processes agree on the fewest batches any of
 them holds before they start. --extra-term-on P gives process P's step a different loss (a term
 the others lack), a program that differs without hanging: each process goes on with different
@@ -34,8 +34,11 @@ import hashlib
 import os
 import signal
 import sys
+import threading
+import time
 
 ROWS_PER_DEVICE, WIDTH, BATCHES = 4, 16, 3
+EXIT_GRACE = 2.0  # seconds between printing the stacks at the deadline and exiting
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -79,23 +82,46 @@ def join_the_job() -> None:
         raise
 
 
-def fingerprint(lowered) -> str:
-    """The SHA-256 of a lowered program's text: equal only for the same program."""
-    return hashlib.sha256(lowered.as_text().encode()).hexdigest()
+def watch_for_hangs(deadline: float | None) -> None:
+    """Make this process say where it is when it hangs, before anything can hang."""
+    # `kill -USR1 PID` prints every thread's Python stack to stderr; the process goes on.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    if deadline is not None:
+        # Still running at the deadline: print every stack, and exit a little later, so that
+        # every process has printed its own before the first to exit brings the job down.
+        faulthandler.dump_traceback_later(deadline)
+        exit_later = threading.Timer(deadline + EXIT_GRACE, os._exit, args=(1,))
+        exit_later.daemon = True  # a process that finishes does not wait for it
+        exit_later.start()
+
+
+def agree_on_batches(batches: int) -> int:
+    """The fewest batches any process holds: the steps every process can run."""
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    return int(multihost_utils.process_allgather(np.int32(batches)).min())
+
+
+def processes_running_another_program(lowered) -> list[int]:
+    """The processes whose program differs from this one's, compared by SHA-256."""
+    import jax
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    mine = hashlib.sha256(lowered.as_text().encode()).digest()
+    every = multihost_utils.process_allgather(np.frombuffer(mine, np.uint8))
+    return [p for p in range(jax.process_count()) if bytes(every[p]) != mine]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    # Before anything can hang: `kill -USR1 PID` prints every thread's stack, and the deadline
-    # prints them all and exits.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
-    if args.deadline is not None:
-        faulthandler.dump_traceback_later(args.deadline, exit=True)
+    started = time.monotonic()
+    watch_for_hangs(args.deadline)
 
     import jax
     import jax.numpy as jnp
     import numpy as np
-    from jax.experimental import multihost_utils
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
@@ -105,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     me = jax.process_index()
 
     def say(message: str) -> None:
-        print(f"process {me}: {message}", flush=True)
+        # Seconds since this process started: the log then shows when each last made progress.
+        print(f"{time.monotonic() - started:5.1f} s  process {me}: {message}", flush=True)
 
     mesh = jax.make_mesh((jax.device_count(),), ("data",))
     rows = ROWS_PER_DEVICE * jax.local_device_count()
@@ -113,8 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     batches = BATCHES - (me == args.short_on)
     data = rng.normal(size=(batches, rows, WIDTH)).astype(np.float32)
     if args.agree_on_steps:
-        # Every process must run the same steps: agree on the fewest batches any one holds.
-        batches = int(multihost_utils.process_allgather(np.int32(batches)).min())
+        batches = agree_on_batches(batches)
 
     extra = me == args.extra_term_on
 
@@ -133,14 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     def global_batch(step: int):
         return jax.make_array_from_process_local_data(NamedSharding(mesh, P("data")), data[step])
 
-    program = fingerprint(train_step.lower(w, global_batch(0)))
-    say(f"{batches} batches, program {program[:16]}")
-    if args.check_programs:
-        every = multihost_utils.process_allgather(np.frombuffer(bytes.fromhex(program), np.uint8))
-        differing = [p for p, digest in enumerate(every) if bytes(digest).hex() != program]
-        if differing:
-            say(f"stopping: processes {differing} run another program than this one")
-            return 1
+    lowered = train_step.lower(w, global_batch(0))
+    say(f"{batches} batches, program {hashlib.sha256(lowered.as_text().encode()).hexdigest()[:16]}")
+    if args.check_programs and (differing := processes_running_another_program(lowered)):
+        say(f"stopping: processes {differing} run another program than this one")
+        return 1
     for step in range(batches):
         w = train_step(w, global_batch(step))
         say(f"step {step} done, loss {float(loss(w, global_batch(step))):.6f}")

@@ -218,9 +218,16 @@ def lines_by_process(output: str) -> list[str]:
     """
     by_process: dict[int, list[str]] = {}
     launcher = []
+    # A process whose Gloo message was cut after "is : ": its next line starts with the number.
+    cut_before_number: set[str] = set()
     for line in output.splitlines():
         prefix, _, text = line.partition("] ")
         if prefix.startswith("[") and prefix[1:].isdigit():
+            if prefix in cut_before_number:
+                cut_before_number.discard(prefix)
+                text = text.lstrip("0123456789")
+            if text.rstrip().endswith("connected peer ranks is :"):
+                cut_before_number.add(prefix)
             text = without_gloo_log(text)
             if text.strip() and not text.startswith(RUNTIME_LOG_PREFIXES):
                 by_process.setdefault(int(prefix[1:]), []).append(f"{prefix}] {text}")

@@ -1,0 +1,80 @@
+"""examples/operations: a job of two processes that hangs, is stopped, and is kept from hanging,
+run under the repository's launcher (`nox -s multihost`) and Open MPI (`nox -s launchers`)."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+
+from spmd_guide.environment import run_python
+from spmd_guide.launch import run_launcher
+
+UNEVEN = "examples/operations/uneven_steps.py"
+PROGRESS = re.compile(r"^\s*[\d.]+ s  process (\d): (.*)$", re.MULTILINE)
+
+
+def _launched(*flags: str, retry: bool = True) -> tuple[int, dict[int, list[str]], str]:
+    job = ("-n", "2", "--devices-per-process", "4", "--timeout", "120", UNEVEN, *flags)
+    result, _ = run_launcher(*job, timeout=180, retry=retry)
+    said: dict[int, list[str]] = {0: [], 1: []}
+    for line in result.stdout.splitlines():
+        if match := PROGRESS.match(line.partition("] ")[2]):
+            said[int(match.group(1))].append(match.group(2))
+    return result.returncode, said, result.stdout
+
+
+def _assert_hung_where_expected(output: str) -> None:
+    # Each process printed its stacks at the deadline: process 0 inside its third step (at the
+    # first line that reads its result), process 1 waiting to shut down.
+    first, second = output.split("Timeout (0:00:10)!")[1:3]
+    stacks = {"__float__" in first: first, "__float__" in second: second}
+    assert set(stacks) == {True, False}, output
+    assert "uneven_steps.py" in stacks[True] and "in shutdown" in stacks[False], output
+
+
+@pytest.mark.processes
+def test_a_process_short_of_data_hangs_the_job_until_the_deadline_prints_each_stack():
+    code, said, output = _launched("--short-on", "1", "--deadline", "10", retry=False)
+    assert code != 0
+    assert [line.split(",")[0] for line in said[0]] == ["3 batches", "step 0 done", "step 1 done"]
+    assert said[1][-1].startswith("finished")
+    _assert_hung_where_expected(output)
+
+
+@pytest.mark.processes
+def test_agreeing_on_the_steps_lets_every_process_finish_with_the_same_weights():
+    code, said, output = _launched("--short-on", "1", "--agree-on-steps")
+    assert code == 0, output
+    assert said[0][0].startswith("2 batches") and said[1][0].startswith("2 batches")
+    assert said[0][-1] == said[1][-1] and said[0][-1].startswith("finished, weights ")
+
+
+@pytest.mark.processes
+def test_different_programs_run_apart_unless_the_processes_compare_them():
+    code, said, output = _launched("--extra-term-on", "1")
+    assert code == 0, output
+    assert said[0][-1] != said[1][-1]  # the replicated weights differ between processes
+    code, said, output = _launched("--extra-term-on", "1", "--check-programs", retry=False)
+    assert code != 0
+    assert said[0][-1] == "stopping: processes [1] run another program than this one"
+    assert said[1][-1] == "stopping: processes [0] run another program than this one"
+
+
+@pytest.mark.launchers
+def test_mpirun_runs_the_hanging_job_and_its_deadline_stops_it():
+    from spmd_guide.clusters import mpirun
+
+    command = [sys.executable, UNEVEN, "--short-on", "1", "--deadline", "10"]
+    finished, outputs = mpirun(2, command, devices_per_process=4)
+    assert finished.returncode != 0
+    assert "step 1 done" in outputs[0] and "finished" in outputs[1], outputs
+    _assert_hung_where_expected(finished.stderr)
+
+
+@pytest.mark.once
+def test_a_deadline_that_is_not_positive_is_refused():
+    refused = run_python(UNEVEN, "--deadline", "0", devices=1, check=False)
+    assert refused.returncode == 2
+    assert "--deadline must be a positive number of seconds" in refused.stderr
