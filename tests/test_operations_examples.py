@@ -78,3 +78,49 @@ def test_a_deadline_that_is_not_positive_is_refused():
     refused = run_python(UNEVEN, "--deadline", "0", devices=1, check=False)
     assert refused.returncode == 2
     assert "--deadline must be a positive number of seconds" in refused.stderr
+
+
+STRAGGLER = "examples/operations/straggler.py"
+
+
+def _waits_in_the_all_reduce(trace_dir) -> dict[int, float]:
+    """Milliseconds the first device of each process spent in its last step's all-reduce."""
+    from spmd_guide.analysis import trace_timeline
+
+    waits = {}
+    for process in (0, 1):
+        (first, *_) = trace_timeline(str(trace_dir / f"process_{process}")).values()
+        waits[process] = sum(
+            (o.end_us - o.start_us) / 1e3 for o in first if o.name.startswith("all-reduce")
+        )
+    return waits
+
+
+@pytest.mark.processes
+def test_the_traces_show_which_process_the_others_wait_for(tmp_path):
+    job = ("-n", "2", "--devices-per-process", "4", "--timeout", "120", STRAGGLER)
+    result, failed = run_launcher(*job, "--trace-dir", str(tmp_path), "--slow", "1", timeout=180)
+    assert result.returncode == 0, (result.stdout + result.stderr, failed)
+    times = re.findall(r"process \d: step seconds ([\d., ]+);", result.stdout)
+    assert len(times) == 2 and all(float(t) >= 0.2 for line in times for t in line.split(", "))
+    waits = _waits_in_the_all_reduce(tmp_path)
+    assert waits[0] > 160 and waits[1] < waits[0] / 4, waits
+
+
+@pytest.mark.launchers
+def test_mpirun_profiles_every_process_of_the_job(tmp_path):
+    from spmd_guide.clusters import mpirun
+
+    command = [sys.executable, STRAGGLER, "--trace-dir", str(tmp_path), "--slow", "0"]
+    finished, outputs = mpirun(2, command, devices_per_process=4)
+    assert finished.returncode == 0, finished.stdout[-2000:] + finished.stderr[-2000:]
+    assert all(f"process {rank}: step seconds" in outputs[rank] for rank in (0, 1)), outputs
+    waits = _waits_in_the_all_reduce(tmp_path)
+    assert waits[1] > 160 and waits[0] < waits[1] / 4, waits
+
+
+@pytest.mark.once
+def test_a_negative_delay_is_refused(tmp_path):
+    refused = run_python(STRAGGLER, "--trace-dir", str(tmp_path), "--delay", "-1", check=False)
+    assert refused.returncode == 2
+    assert "--delay must be zero or more seconds" in refused.stderr
