@@ -34,7 +34,6 @@ import hashlib
 import os
 import signal
 import sys
-import threading
 import time
 
 ROWS_PER_DEVICE, WIDTH, BATCHES = 4, 16, 3
@@ -87,12 +86,11 @@ def watch_for_hangs(deadline: float | None) -> None:
     # `kill -USR1 PID` prints every thread's Python stack to stderr; the process goes on.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     if deadline is not None:
-        # Still running at the deadline: print every stack, and exit a little later, so that
-        # every process has printed its own before the first to exit brings the job down.
+        # Still running at the deadline: print every stack. EXIT_GRACE seconds later the alarm,
+        # whose default action ends the process, stops it: by then every process of the job
+        # has printed its own stacks, before the first to exit brings the job down.
         faulthandler.dump_traceback_later(deadline)
-        exit_later = threading.Timer(deadline + EXIT_GRACE, os._exit, args=(1,))
-        exit_later.daemon = True  # a process that finishes does not wait for it
-        exit_later.start()
+        signal.setitimer(signal.ITIMER_REAL, deadline + EXIT_GRACE)
 
 
 def agree_on_batches(batches: int) -> int:
@@ -172,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     if jax.process_count() > 1:
         jax.distributed.shutdown()  # waits for every process to reach it
     faulthandler.cancel_dump_traceback_later()
+    signal.setitimer(signal.ITIMER_REAL, 0)  # finished: no alarm
     return 0
 
 
