@@ -737,7 +737,6 @@ DRAW_SEED = 20261127
 CPU_DRAWS = 30
 """How many drawn configurations the build compiles with the CPU compiler."""
 
-
 DRAWN_SLICE = "v5e:2x4"
 """The TPU slice the drawn configurations are compiled for, 8 chips as the CPU has 8 devices."""
 
