@@ -139,3 +139,9 @@ def test_a_bucket_folder_is_kept_as_given_and_a_local_one_made_absolute(tmp_path
     assert str(example.parse_args(["--dir", "gs://bucket/run"]).dir) == "gs://bucket/run"
     assert str(example.parse_args(["--dir", "s3://bucket/run"]).dir) == "s3://bucket/run"
     assert str(example.parse_args(["--dir", "run"]).dir) == str(tmp_path / "run")
+
+
+def test_a_heartbeat_timeout_under_a_second_is_refused(tmp_path):
+    refused = run("--dir", str(tmp_path), "--heartbeat-timeout", "0", devices=8)
+    assert refused.returncode == 2
+    assert "--heartbeat-timeout must be at least 1 second, got 0" in refused.stderr

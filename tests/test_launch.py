@@ -124,6 +124,53 @@ def test_one_failing_process_stops_the_rest_at_once(tmp_path):
 
 
 @pytest.mark.processes
+def test_keep_going_lets_the_others_finish_and_names_every_failure(tmp_path):
+    script = tmp_path / "one_fails.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "if os.environ['JAX_PROCESS_ID'] == '1':\n"
+        "    sys.exit(3)\n"
+        "time.sleep(1)\n"
+        "print('finished')\n"
+    )
+    out = io.StringIO()
+    result = launch(
+        [sys.executable, str(script)],
+        num_processes=3,
+        devices_per_process=1,
+        out=out,
+        keep_going=True,
+    )
+    assert result.returncode == 1
+    assert result.reason == "process 1 exited with code 3"
+    assert "[0] finished" in out.getvalue() and "[2] finished" in out.getvalue()
+
+
+@pytest.mark.processes
+def test_a_process_killed_on_a_condition_is_outlived_by_the_others(tmp_path):
+    from spmd_guide.launch import launch_and_kill
+
+    script = tmp_path / "counts.py"
+    script.write_text(
+        "import os, time\n"
+        "for i in range(40):\n"
+        "    print(os.environ['JAX_PROCESS_ID'], i, flush=True)\n"
+        "    time.sleep(0.05)\n"
+    )
+    result, ended = launch_and_kill(
+        [sys.executable, str(script)],
+        num_processes=2,
+        devices_per_process=1,
+        victim=1,
+        when=lambda out: "1 3" in out[1],
+        timeout=60,
+    )
+    assert result.reason == "process 1 exited with code -9"
+    assert result.outputs[0][-1] == "0 39" and "1 39" not in result.outputs[1]
+    assert 0 < ended[0] < 30
+
+
+@pytest.mark.processes
 def test_a_hung_run_times_out(tmp_path):
     script = tmp_path / "hangs.py"
     script.write_text("import time\ntime.sleep(600)\n")

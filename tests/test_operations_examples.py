@@ -131,3 +131,100 @@ def test_a_negative_delay_is_refused(tmp_path):
     refused = run_python(STRAGGLER, "--trace-dir", str(tmp_path), "--delay", "-1", check=False)
     assert refused.returncode == 2
     assert "--delay must be zero or more seconds" in refused.stderr
+
+
+CACHE = "examples/operations/compile_cache.py"
+CACHE_REPORT = re.compile(
+    r"process (\d): (\d+) layers traced and lowered in [\d.]+ s, (compiled|read from the cache)"
+)
+
+
+def _cache_outcomes(output: str) -> dict[int, str]:
+    return {int(p): outcome for p, _, outcome in CACHE_REPORT.findall(output)}
+
+
+@pytest.mark.processes
+def test_a_restart_reads_process_0s_compile_from_the_shared_folder(tmp_path):
+    job = ("-n", "2", "--devices-per-process", "4", "--timeout", "120", CACHE)
+    outcomes = []
+    for _ in range(2):
+        result, failed = run_launcher(*job, "--cache-dir", str(tmp_path), timeout=180)
+        assert result.returncode == 0, (result.stdout + result.stderr, failed)
+        outcomes.append(_cache_outcomes(result.stdout))
+    assert outcomes[0] == {0: "compiled", 1: "compiled"}
+    # Process 0 alone writes; on XLA:CPU process 1's key is its own, and is never written.
+    assert outcomes[1] == {0: "read from the cache", 1: "compiled"}
+    assert len(list(tmp_path.iterdir())) == 1
+
+
+@pytest.mark.launchers
+def test_mpirun_shares_one_cache_folder_between_its_processes(tmp_path):
+    from spmd_guide.clusters import mpirun
+
+    command = [sys.executable, CACHE, "--cache-dir", str(tmp_path), "--explain", "--layers", "4"]
+    outcomes = []
+    for _ in range(2):
+        finished, outputs = mpirun(2, command, devices_per_process=4)
+        assert finished.returncode == 0, finished.stdout[-2000:] + finished.stderr[-2000:]
+        outcomes.append(_cache_outcomes(outputs[0] + outputs[1]))
+    assert outcomes == [{0: "compiled", 1: "compiled"}, {0: "read from the cache", 1: "compiled"}]
+    assert "Not writing persistent cache entry since process_id != 0" in finished.stderr
+
+
+@pytest.mark.once
+def test_alone_a_changed_program_misses_and_the_same_one_hits(tmp_path):
+    def outcome(*flags: str) -> str:
+        result = run_python(CACHE, "--cache-dir", str(tmp_path), *flags, devices=1)
+        return _cache_outcomes(result.stdout)[0]
+
+    assert [outcome(), outcome(), outcome("--layers", "3"), outcome("--layers", "3")] == [
+        "compiled", "read from the cache", "compiled", "read from the cache",
+    ]  # fmt: skip
+
+
+@pytest.mark.once
+def test_a_layer_count_below_one_is_refused(tmp_path):
+    refused = run_python(CACHE, "--cache-dir", str(tmp_path), "--layers", "0", check=False)
+    assert refused.returncode == 2
+    assert "--layers must be at least 1, got 0" in refused.stderr
+
+
+LIVE = "examples/operations/live_devices.py"
+LIVE_LINE = re.compile(r"^\[(\d)\] process \d: (.*)$", re.MULTILINE)
+
+
+def _live(*flags: str, timeout: int = 60) -> tuple[str, dict[int, list[str]]]:
+    job = ("-n", "2", "--devices-per-process", "4", "--keep-going", "--timeout", str(timeout))
+    result, _ = run_launcher(*job, LIVE, *flags, timeout=timeout + 60, retry=False)
+    said: dict[int, list[str]] = {0: [], 1: []}
+    for p, line in LIVE_LINE.findall(result.stdout):
+        said[int(p)].append(line)
+    return result.stderr, said
+
+
+@pytest.mark.processes
+def test_the_processes_left_carry_on_to_the_weights_of_a_run_that_lost_none():
+    _, whole = _live()
+    assert whole[0][-1] == whole[1][-1] and whole[0][-1].startswith("finished, weights ")
+    stderr, said = _live("--fail-on", "1", "--fail-at-step", "2")
+    assert "step 2: the devices of process [1] failed; again without them" in said[0], said
+    assert "step 2 on 4 devices" in "\n".join(said[0])
+    assert said[0][-1] == whole[0][-1], (said, whole)
+    assert "process 1 exited with code 1" in stderr
+
+
+@pytest.mark.launchers
+def test_mpirun_runs_the_live_devices_job_to_a_clean_end():
+    from spmd_guide.clusters import mpirun
+
+    finished, outputs = mpirun(2, [sys.executable, LIVE], devices_per_process=4)
+    assert finished.returncode == 0, finished.stdout[-2000:] + finished.stderr[-2000:]
+    last = [outputs[rank].strip().splitlines()[-1] for rank in (0, 1)]
+    assert last[0] == last[1].replace("process 1", "process 0") and "finished" in last[0]
+
+
+@pytest.mark.once
+def test_a_failing_step_past_the_last_is_refused():
+    refused = run_python(LIVE, "--fail-on", "1", "--fail-at-step", "6", devices=1, check=False)
+    assert refused.returncode == 2
+    assert "--fail-at-step must be a step from 0 to 5, got 6" in refused.stderr

@@ -66,13 +66,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="write each checkpoint in place and mark it finished with a file written last, "
         "instead of renaming a temporary folder (for S3, which cannot rename a folder at once)",
     )
+    parser.add_argument(
+        "--heartbeat-timeout",
+        type=int,
+        default=100,
+        help="seconds after which a silent process is taken for failed, and the job ended "
+        "(default 100, JAX's)",
+    )
     args = parser.parse_args(argv)
     if args.steps < 1 or args.save_every < 1:
         parser.error("--steps and --save-every must be at least 1")
+    if args.heartbeat_timeout < 1:
+        parser.error(f"--heartbeat-timeout must be at least 1 second, got {args.heartbeat_timeout}")
     return args
 
 
-def join_the_job() -> None:
+def join_the_job(heartbeat_timeout: int) -> None:
     """Join the other processes of a multi-process job, or go on alone if there is none."""
     import jax
 
@@ -90,6 +99,7 @@ def join_the_job() -> None:
             process_id=process_id,
             # Peers that never arrive then end the job, instead of leaving it waiting.
             initialization_timeout=120,
+            heartbeat_timeout_seconds=heartbeat_timeout,
         )
     except ValueError as error:
         nothing_set = num_processes is None and process_id is None
@@ -138,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if "JAX_NUM_CPU_DEVICES" not in os.environ:
         jax.config.update("jax_num_cpu_devices", 8)  # used only when the CPU is the platform
-    join_the_job()
+    join_the_job(args.heartbeat_timeout)
     devices = jax.devices()  # every process's devices
     if EMBED % len(devices) or BATCH % len(devices):
         print(

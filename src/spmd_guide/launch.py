@@ -6,13 +6,15 @@ starts ``n`` copies of ``SCRIPT``, each told through the environment how to join
 ``JAX_COORDINATOR_ADDRESS`` (127.0.0.1 and a free port), ``JAX_NUM_PROCESSES`` and
 ``JAX_PROCESS_ID``, plus ``JAX_NUM_CPU_DEVICES`` and CPU collectives over Gloo. Their output is
 forwarded line by line, prefixed with the process id. The launcher fails as soon as any process
-fails, never waits longer than ``--timeout``, and stops every process it started on the way out,
-Ctrl-C included.
+fails (with ``--keep-going``, once every process has ended, as a scheduler that leaves the other
+processes running would), never waits longer than ``--timeout``, and stops every process it
+started on the way out, Ctrl-C included.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import re
 import socket
@@ -20,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -73,6 +75,7 @@ def launch(
     devices_per_process: int,
     timeout: float = DEFAULT_TIMEOUT,
     out: TextIO | None = None,
+    keep_going: bool = False,
 ) -> LaunchResult:
     """Run ``command`` as ``num_processes`` cooperating processes; see the module docstring.
 
@@ -84,7 +87,7 @@ def launch(
     group = _ProcessGroup(result, out or sys.stdout)
     try:
         group.start(command, num_processes, devices_per_process)
-        result.returncode, result.reason = group.wait(timeout)
+        result.returncode, result.reason = group.wait(timeout, keep_going=keep_going)
     except KeyboardInterrupt:
         result.returncode, result.reason = 130, "interrupted"
     finally:
@@ -92,6 +95,56 @@ def launch(
     if result.reason:
         print(f"launch: {result.reason}; stopped all {num_processes} processes", file=sys.stderr)
     return result
+
+
+def launch_and_kill(
+    command: Sequence[str],
+    *,
+    num_processes: int,
+    devices_per_process: int,
+    victim: int,
+    when: Callable[[dict[int, list[str]]], bool],
+    timeout: float = DEFAULT_TIMEOUT,
+) -> tuple[LaunchResult, dict[int, float]]:
+    """Run ``command`` as :func:`launch` does with ``keep_going``, and kill process ``victim``
+    (``SIGKILL``, as a failed machine stops it) the first time ``when(outputs)`` holds, outputs
+    being each process's lines so far. Returns the result, whose outputs the launcher did not
+    print, and the seconds after the kill at which each other process ended (absent: it was
+    still running when ``timeout`` passed, counted from the start, and was stopped).
+
+    Raises:
+        RuntimeError: if a process ends before ``when`` holds; the message holds the outputs.
+        TimeoutError: if ``when`` has not held within ``timeout`` seconds.
+    """
+    _check_arguments(num_processes, devices_per_process, timeout)
+    result = LaunchResult(returncode=0, outputs={i: [] for i in range(num_processes)})
+    group = _ProcessGroup(result, io.StringIO())
+    deadline = time.monotonic() + timeout
+    ended: dict[int, float] = {}
+    try:
+        group.start(command, num_processes, devices_per_process)
+        while True:
+            with group.lock:
+                ready = when(result.outputs)
+            if ready:
+                break
+            if any(p.poll() is not None for p in group.processes):
+                raise RuntimeError(f"a process ended before the kill; outputs: {result.outputs}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the kill's condition never held; outputs: {result.outputs}")
+            time.sleep(0.01)
+        group.processes[victim].kill()
+        killed = time.monotonic()
+        others = [i for i in range(num_processes) if i != victim]
+        while len(ended) < len(others) and time.monotonic() < deadline:
+            for i in others:
+                if i not in ended and group.processes[i].poll() is not None:
+                    ended[i] = time.monotonic() - killed
+            time.sleep(0.05)
+        result.returncode, result.reason = group.wait(0, keep_going=True)
+    finally:
+        group.stop()
+    return result, ended
 
 
 def _check_arguments(num_processes: int, devices_per_process: int, timeout: float) -> None:
@@ -139,15 +192,15 @@ class _ProcessGroup:
                 self.result.outputs[process_id].append(line)
                 print(f"[{process_id}] {line}", file=self.out, flush=True)
 
-    def wait(self, timeout: float) -> tuple[int, str]:
-        """Poll until every process succeeds, one fails, or ``timeout`` passes: (code, reason)."""
+    def wait(self, timeout: float, *, keep_going: bool = False) -> tuple[int, str]:
+        """Poll until every process succeeds, one fails (with ``keep_going``, every process has
+        ended), or ``timeout`` passes: (code, reason)."""
         deadline = time.monotonic() + timeout
         while True:
             codes = [p.poll() for p in self.processes]
             failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
-            if failed:
-                i, code = failed[0]
-                return 1, f"process {i} exited with code {code}"
+            if failed and (not keep_going or None not in codes):
+                return 1, "; ".join(f"process {i} exited with code {c}" for i, c in failed)
             if all(c == 0 for c in codes):
                 return 0, ""
             if time.monotonic() > deadline:
@@ -247,6 +300,11 @@ def main(argv: list[str] | None = None) -> int:
         "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds (default: 300)"
     )
     parser.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="when a process fails, let the others run on until they end (or --timeout)",
+    )
+    parser.add_argument(
         "--check-agree",
         metavar="PREFIX",
         help="fail unless every process prints the same line starting with PREFIX",
@@ -262,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
             num_processes=args.num_processes,
             devices_per_process=args.devices_per_process,
             timeout=args.timeout,
+            keep_going=args.keep_going,
         )
     except ValueError as error:
         parser.error(str(error))
