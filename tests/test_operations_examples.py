@@ -228,3 +228,10 @@ def test_a_failing_step_past_the_last_is_refused():
     refused = run_python(LIVE, "--fail-on", "1", "--fail-at-step", "6", devices=1, check=False)
     assert refused.returncode == 2
     assert "--fail-at-step must be a step from 0 to 5, got 6" in refused.stderr
+
+
+@pytest.mark.once
+def test_the_live_devices_job_started_alone_says_it_needs_several_processes():
+    alone = run_python(LIVE, devices=4, check=False)
+    assert alone.returncode == 2
+    assert "needs a job of several processes" in alone.stderr and "Traceback" not in alone.stderr

@@ -50,8 +50,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def join_the_job() -> None:
-    """Join the other processes of a multi-process job, able to outlive a failed one."""
+def join_the_job() -> bool:
+    """Join the other processes of a multi-process job, able to outlive a failed one; False if
+    there is no job to join."""
     import jax
 
     def number(name: str) -> int | None:
@@ -63,12 +64,19 @@ def join_the_job() -> None:
     # JAX reads JAX_COORDINATOR_ADDRESS itself but not these two, which the repository's
     # launcher sets; whatever is left None, JAX takes from srun's, mpirun's, a TPU pod's or
     # Kubernetes' environment. A process silent for 5 s is taken for failed.
-    jax.distributed.initialize(
-        num_processes=number("JAX_NUM_PROCESSES"),
-        process_id=number("JAX_PROCESS_ID"),
-        initialization_timeout=60,
-        heartbeat_timeout_seconds=5,
-    )
+    num_processes, process_id = number("JAX_NUM_PROCESSES"), number("JAX_PROCESS_ID")
+    try:
+        jax.distributed.initialize(
+            num_processes=num_processes,
+            process_id=process_id,
+            initialization_timeout=60,
+            heartbeat_timeout_seconds=5,
+        )
+    except ValueError as error:
+        if num_processes is None and str(error) == "coordinator_address should be defined.":
+            return False
+        raise
+    return True
 
 
 def global_batch(step: int):
@@ -149,7 +157,13 @@ def main(argv: list[str] | None = None) -> int:
 
     if "JAX_NUM_CPU_DEVICES" not in os.environ:
         jax.config.update("jax_num_cpu_devices", 4)  # used only when the CPU is the platform
-    join_the_job()
+    if not join_the_job():
+        print(
+            "error: live_devices.py needs a job of several processes to lose one of; start it "
+            "under srun, mpirun or python -m spmd_guide.launch -n 2 --keep-going",
+            file=sys.stderr,
+        )
+        return 2
     fail_here = args.fail_at_step if args.fail_on == jax.process_index() else None
     train(fail_here, args.mid_step)
     return 0
