@@ -12,9 +12,10 @@ part of the step and before the block's check, as a process whose machine fails 
 steps does. The others' check finds it gone; they run the step again on a mesh of the devices
 left, with the weights they hold, and finish with the weights of a run that lost no process.
 
-With --mid-step, process P exits before the step's all-reduce instead. The others' all-reduce
-then fails and the block raises as before, but on CPU devices the step run again never
-finishes: the failed step still holds the devices. The job then waits until it is stopped.
+With --mid-step, process P exits before its part of the step's all-reduce instead. On CPU
+devices the others then never finish the step: their all-reduce waits for ever, or fails and the
+block raises as before, but the step run again does not finish. The job waits until it is
+stopped.
 
 JAX calls this API experimental, and its documentation says that fault tolerance works fully
 only on GPUs. It needs ``jax_enable_recoverability`` set before joining the job; without it, a
@@ -143,6 +144,8 @@ def train(fail_here: int | None, mid_step: bool) -> None:
     # Recoverable processes do not wait for each other at exit, and a process that shuts down
     # after process 0, which hosts the job's coordinator, has left is ended with an error. So
     # process 0 leaves last: its block's check waits for the others until they have shut down.
+    # (JAX's guide advises one live_devices block in a program; this second one runs only in
+    # process 0, after training, and every other process is leaving, so none can wait on it.)
     while jax.process_index() == 0 and any(d.process_index != 0 for d in devices):
         try:
             with multihost_utils.live_devices(devices):
