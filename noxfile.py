@@ -235,7 +235,10 @@ def multihost(session: nox.Session) -> None:
         "examples/multihost/global_computation.py",
     )
     env = jax_env(ENVIRONMENT.DEFAULT_DEVICE_COUNT)
-    session.run("pytest", "-m", "processes and not launchers", *session.posargs, env=env)
+    # Two tests at a time: most of these tests wait (for a deadline, a heartbeat timeout, a peer
+    # that never joins) rather than compute, so a second one uses the time the first leaves idle.
+    spread = ["-n", "2", "--dist", "load"]
+    session.run("pytest", "-m", "processes and not launchers", *spread, *session.posargs, env=env)
 
 
 def ensure_cluster_programs(session: nox.Session) -> None:
