@@ -80,13 +80,6 @@ def test_mpirun_runs_the_hanging_job_and_its_deadline_stops_it():
     assert "in __float__" in stacks and "in shutdown" in stacks, stacks
 
 
-@pytest.mark.once
-def test_a_deadline_that_is_not_positive_is_refused():
-    refused = run_python(UNEVEN, "--deadline", "0", devices=1, check=False)
-    assert refused.returncode == 2
-    assert "--deadline must be a positive number of seconds" in refused.stderr
-
-
 STRAGGLER = "examples/operations/straggler.py"
 
 
@@ -124,13 +117,6 @@ def test_mpirun_profiles_every_process_of_the_job(tmp_path):
     assert all(f"process {rank}: step seconds" in outputs[rank] for rank in (0, 1)), outputs
     waits = _waits_in_the_all_reduce(tmp_path)
     assert waits[1] > 160 and waits[0] < waits[1] / 4, waits
-
-
-@pytest.mark.once
-def test_a_negative_delay_is_refused(tmp_path):
-    refused = run_python(STRAGGLER, "--trace-dir", str(tmp_path), "--delay", "-1", check=False)
-    assert refused.returncode == 2
-    assert "--delay must be zero or more seconds" in refused.stderr
 
 
 CACHE = "examples/operations/compile_cache.py"
@@ -182,13 +168,6 @@ def test_alone_a_changed_program_misses_and_the_same_one_hits(tmp_path):
     ]  # fmt: skip
 
 
-@pytest.mark.once
-def test_a_layer_count_below_one_is_refused(tmp_path):
-    refused = run_python(CACHE, "--cache-dir", str(tmp_path), "--layers", "0", check=False)
-    assert refused.returncode == 2
-    assert "--layers must be at least 1, got 0" in refused.stderr
-
-
 LIVE = "examples/operations/live_devices.py"
 LIVE_LINE = re.compile(r"^\[(\d)\] process \d: (.*)$", re.MULTILINE)
 
@@ -224,14 +203,29 @@ def test_mpirun_runs_the_live_devices_job_to_a_clean_end():
 
 
 @pytest.mark.once
-def test_a_failing_step_past_the_last_is_refused():
-    refused = run_python(LIVE, "--fail-on", "1", "--fail-at-step", "6", devices=1, check=False)
-    assert refused.returncode == 2
-    assert "--fail-at-step must be a step from 0 to 5, got 6" in refused.stderr
-
-
-@pytest.mark.once
 def test_the_live_devices_job_started_alone_says_it_needs_several_processes():
     alone = run_python(LIVE, devices=4, check=False)
     assert alone.returncode == 2
     assert "needs a job of several processes" in alone.stderr and "Traceback" not in alone.stderr
+
+
+@pytest.mark.once
+@pytest.mark.parametrize(
+    "script, args, message",
+    [
+        (UNEVEN, ["--deadline", "0"], "--deadline must be a positive number of seconds"),
+        (STRAGGLER, ["--trace-dir", "t", "--delay", "-1"], "--delay must be zero or more seconds"),
+        (CACHE, ["--cache-dir", "c", "--layers", "0"], "--layers must be at least 1, got 0"),
+        (
+            LIVE,
+            ["--fail-on", "1", "--fail-at-step", "6"],
+            "--fail-at-step must be a step from 0 to 5, got 6",
+        ),
+    ],
+    ids=["deadline", "delay", "layers", "fail-at-step"],
+)
+def test_an_argument_out_of_range_is_refused_before_anything_runs(script, args, message):
+    # Refused while parsing: the folders named are never made.
+    refused = run_python(script, *args, devices=1, check=False)
+    assert refused.returncode == 2
+    assert message in refused.stderr
