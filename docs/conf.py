@@ -42,6 +42,7 @@ extensions = [
     "execution_cache",
     "execution_status",
     "figure_alt_text",
+    "gpu_figures",
     "kernel_environment",
     "moved_sections",
     "offline_inventories",

@@ -1,0 +1,163 @@
+"""GPU measurements kept in the repository: one JSON file per run, in ``recorded_gpu_runs/``,
+each naming where and how it was measured. No build re-runs them; pages state a GPU figure only
+through the ``{gpu}`` role (docs/_ext/gpu_figures.py), which reads it from a file here.
+
+``benchmarks/gpu_measure.py`` writes new files on a machine with a GPU; the first file was typed
+in from the notes of an earlier run, and says so in its provenance.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RECORDED = Path(__file__).resolve().parent / "recorded_gpu_runs"
+
+FORMAT = 1
+
+# Every file names these; a typed-in file may leave "driver" and "command" null, and says why
+# in "recorded_by".
+PROVENANCE = ("gpu", "gpus", "driver", "jax", "jaxlib", "plugin", "date", "command", "recorded_by")
+MAY_BE_UNRECORDED = ("driver", "command")
+SECTIONS = ("plans_for_8_gpus", "steps_on_one_gpu")
+
+
+class GpuRunError(ValueError):
+    """A recorded GPU file, or a figure asked of one, is not what this module can read."""
+
+
+def _check(data: Any, where: str) -> None:
+    if not isinstance(data, dict):
+        raise GpuRunError(f"{where}: the file holds {type(data).__name__}, not a JSON object")
+    if data.get("format") != FORMAT:
+        raise GpuRunError(
+            f"{where}: 'format' is {data.get('format')!r}; this module reads format {FORMAT}"
+        )
+    provenance = data.get("provenance")
+    if not isinstance(provenance, dict):
+        raise GpuRunError(f"{where}: no 'provenance' object naming the GPU, versions and date")
+    missing = [key for key in PROVENANCE if key not in provenance]
+    if missing:
+        raise GpuRunError(f"{where}: 'provenance' lacks {', '.join(missing)}")
+    empty = [
+        key for key in PROVENANCE if provenance[key] in (None, "") and key not in MAY_BE_UNRECORDED
+    ]
+    if empty:
+        raise GpuRunError(f"{where}: 'provenance' leaves {', '.join(empty)} empty; fill them in")
+    unrecorded = [key for key in MAY_BE_UNRECORDED if provenance[key] is None]
+    if unrecorded and "typed in" not in provenance["recorded_by"]:
+        raise GpuRunError(
+            f"{where}: {', '.join(unrecorded)} left null in a file not typed in; a file "
+            "written by benchmarks/gpu_measure.py records them"
+        )
+    absent = [section for section in SECTIONS if section not in data]
+    if absent:
+        raise GpuRunError(f"{where}: no {', '.join(absent)} section")
+
+
+@dataclass(frozen=True)
+class GpuRun:
+    """One recorded run on a GPU."""
+
+    name: str
+    data: dict[str, Any]
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        provenance: dict[str, Any] = self.data["provenance"]
+        return provenance
+
+    @property
+    def label(self) -> str:
+        """Where and when, as a page labels the run's figures."""
+        p = self.provenance
+        gpus = "one" if p["gpus"] == 1 else str(p["gpus"])
+        return (
+            f"measured on {gpus} {p['gpu']} with JAX {p['jax']}, {p['date']}; "
+            "recorded, not re-run by this build"
+        )
+
+    def figure(self, path: str) -> Any:
+        """The value at a dotted ``path`` (list items by index), or a derived figure:
+        ``steps_on_one_gpu.N.`` ``model_flops_utilisation``, ``flops_utilisation_with_recompute``,
+        ``times_the_bound`` and ``temporaries_over_planner``."""
+        node: Any = self.data
+        parts = path.split(".")
+        for at, part in enumerate(parts):
+            if isinstance(node, list):
+                if not part.isdigit() or int(part) >= len(node):
+                    raise GpuRunError(
+                        f"{self.name}: {path!r}: no item {part} in a list of {len(node)}"
+                    )
+                node = node[int(part)]
+            elif isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, dict) and part in _DERIVED and at == len(parts) - 1:
+                return _DERIVED[part](node)
+            else:
+                raise GpuRunError(
+                    f"{self.name}: {path!r}: no {part!r} here; the keys are "
+                    f"{', '.join(sorted(node)) if isinstance(node, dict) else 'none'}"
+                )
+        return node
+
+
+_DERIVED = {
+    # Model FLOPs utilisation: the model's FLOPs per step (no recomputation) over what the chip's
+    # peak rate would do in the measured step time.
+    "model_flops_utilisation": lambda step: (
+        step["model_flops_per_step"] / step["step_seconds_median"] / step["peak_flops_per_second"]
+    ),
+    "flops_utilisation_with_recompute": lambda step: (
+        step["flops_per_step_with_recompute"]
+        / step["step_seconds_median"]
+        / step["peak_flops_per_second"]
+    ),
+    "times_the_bound": lambda step: step["step_seconds_median"] / step["planner_step_seconds"],
+    "temporaries_over_planner": lambda step: (
+        step["temporary_bytes"] / step["planner_temporary_bytes"]
+    ),
+}
+
+
+def load(path: Path) -> GpuRun:
+    """Read and check one recorded file."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise GpuRunError(f"{path}: cannot be read as JSON: {error}") from error
+    _check(data, Path(path).name)
+    return GpuRun(Path(path).stem, data)
+
+
+@functools.cache
+def recorded() -> dict[str, GpuRun]:
+    """Every recorded run, by file name without ``.json``."""
+    runs = {path.stem: load(path) for path in sorted(RECORDED.glob("*.json"))}
+    if not runs:
+        raise GpuRunError(f"no recorded GPU run in {RECORDED}")
+    return runs
+
+
+def run(name: str) -> GpuRun:
+    """The recorded run ``name``."""
+    runs = recorded()
+    if name not in runs:
+        raise GpuRunError(f"no recorded GPU run {name!r}; there are {', '.join(runs)}")
+    return runs[name]
+
+
+def leaves(node: Any) -> Iterator[Any]:
+    """Every number and string a recorded file holds."""
+    if isinstance(node, dict):
+        for value in node.values():
+            yield from leaves(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from leaves(value)
+    else:
+        yield node

@@ -1,0 +1,107 @@
+"""The recorded GPU runs: each file parses and names its provenance, and every GPU figure a
+page states comes from one of them, through the ``{gpu}`` role."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from test_page_figures import _BACKTICK_FENCE, _COMMENT, _FIGURE, _RELEASE, prose
+
+from spmd_guide import gpu_runs
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+sys.path.insert(0, str(DOCS / "_ext"))
+
+import gpu_figures  # noqa: E402  (found through the path above)
+
+_ROLE = re.compile(r"\{gpu\}`(?P<target>[^`]+)`")
+PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
+
+
+@pytest.mark.parametrize("name", sorted(gpu_runs.recorded()))
+def test_each_recorded_file_parses_and_names_where_and_when_it_was_measured(name):
+    run = gpu_runs.run(name)
+    provenance = run.provenance
+    assert (
+        provenance["gpu"]
+        and provenance["jax"]
+        and re.fullmatch(r"\d{4}-\d\d(-\d\d)?", provenance["date"])
+    )
+    assert provenance["gpu"] in run.label and provenance["jax"] in run.label
+    assert "not re-run by this build" in run.label
+    assert run.data["steps_on_one_gpu"] or run.data["plans_for_8_gpus"]
+
+
+def _written(tmp_path, data):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_file_missing_its_provenance_or_leaving_it_empty_is_refused(tmp_path):
+    good = next(iter(gpu_runs.recorded().values())).data
+    for change, message in [
+        (lambda d: d["provenance"].pop("jax"), "lacks jax"),
+        (lambda d: d["provenance"].update(gpu=""), "leaves gpu empty"),
+        (lambda d: d["provenance"].update(recorded_by="benchmarks/gpu_measure.py"), "not typed in"),
+        (lambda d: d.update(format=2), "reads format 1"),
+        (lambda d: d.pop("steps_on_one_gpu"), "no steps_on_one_gpu"),
+    ]:
+        data = copy.deepcopy(good)
+        change(data)
+        with pytest.raises(gpu_runs.GpuRunError, match=message):
+            gpu_runs.load(_written(tmp_path, data))
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(gpu_runs.GpuRunError, match="cannot be read as JSON"):
+        gpu_runs.load(tmp_path / "broken.json")
+
+
+def test_a_figure_the_file_lacks_is_refused_naming_the_keys_there_are():
+    run = next(iter(gpu_runs.recorded().values()))
+    with pytest.raises(gpu_runs.GpuRunError, match="step_seconds_median"):
+        run.figure("steps_on_one_gpu.0.step_time")
+    with pytest.raises(gpu_runs.GpuRunError, match="no item 9"):
+        run.figure("steps_on_one_gpu.9.step_seconds_median")
+    step = run.data["steps_on_one_gpu"][0]
+    assert run.figure("steps_on_one_gpu.0.model_flops_utilisation") == pytest.approx(
+        step["model_flops_per_step"] / step["step_seconds_median"] / step["peak_flops_per_second"]
+    )
+
+
+def test_the_role_renders_units_and_format_specifications():
+    step = next(iter(gpu_runs.recorded().values())).data["steps_on_one_gpu"][0]
+    assert gpu_figures.render("steps_on_one_gpu.0.step_seconds_median") == str(
+        step["step_seconds_median"]
+    )
+    assert gpu_figures.render("steps_on_one_gpu.0.argument_bytes|GB") == (
+        f"{step['argument_bytes'] / 1e9:.1f} GB"
+    )
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(DOCS)))
+def test_every_gpu_figure_a_page_states_is_read_from_a_recorded_file(page):
+    text = page.read_text(encoding="utf-8")
+    for target in _ROLE.findall(text):
+        gpu_figures.render(target)  # raises, naming the keys, for a figure no file holds
+    models = {run.provenance["gpu"].split()[1] for run in gpu_runs.recorded().values()}
+    text = _COMMENT.sub("", _BACKTICK_FENCE.sub("", text))
+    for sentence in re.split(r"\n\s*\n|\n\s*(?:[-*]|\d+\.|\|) |(?<=[.;])\s+(?=[A-Z(*{])", text):
+        if not any(model in sentence for model in models) and "{gpu}" not in sentence:
+            continue
+        written = prose(sentence)
+        for model in models:
+            written = written.replace(model, "")
+        stated = [
+            match.group()
+            for match in _FIGURE.finditer(written)
+            if len(match.group()) > 1 and not _RELEASE.fullmatch(match.group())
+        ]
+        assert not stated, (
+            f"{page.relative_to(DOCS)} states {', '.join(stated)} beside a recorded GPU's "
+            f"figures, not through the {{gpu}} role: {sentence[:300]!r}"
+        )
