@@ -1,0 +1,653 @@
+"""Measure what a GPU does with this site's programs, and record it as one JSON file.
+
+Run by hand on a machine with an NVIDIA GPU and JAX's CUDA plugin (the build never runs it):
+
+    pip install -e . "jax[cuda13]"
+    python benchmarks/gpu_measure.py --out src/spmd_guide/recorded_gpu_runs/NAME.json
+
+It writes one file in the format spmd_guide.gpu_runs reads, with its provenance (GPU, driver,
+JAX, jaxlib and plugin versions, date, command), in two parts, each in a process of its own:
+
+- ``plans_for_8_gpus``: the GPU compiler's plan for 8 GPUs of the pages' key programs, compiled
+  on one GPU with 8 mocked single-GPU processes (``mock_num_gpu_processes``), autotuning off:
+  the collectives by mesh axis, which are asynchronous and what compute each start-done pair
+  brackets, and the temporaries. Nothing runs across GPUs.
+- ``steps_on_one_gpu``: real training steps of the planner's configurations that fit one GPU:
+  step time (median of the steps after the first), model FLOPs utilisation, the compiler's
+  memory against the planner's figures, and the device's memory statistics.
+
+``--cpu`` does the same on CPU devices (8 for the plans, one for the steps), with ``--small``
+models: the tests run it that way, so the code path is exercised without a GPU. Keep a GPU run
+under 10 minutes; ``--steps``, ``--configurations`` and ``--programs`` trim it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+PLANNER_CHIPS = {"H100": "h100", "H200": "h200"}
+
+# The planner's configurations to time on one device: (name, overrides of the planner's
+# defaults). Each must fit one device; the small ones are for CPU runs.
+STEP_CONFIGURATIONS = {
+    "full": [
+        ("1.3 B, full remat", dict(layers=24, width=2048, mlp=8192, heads=16, seq=2048, batch=8)),
+        ("0.4 B, full remat", dict(layers=12, width=1024, mlp=4096, heads=8, seq=2048, batch=16)),
+        (
+            "0.4 B, no remat",
+            dict(layers=12, width=1024, mlp=4096, heads=8, seq=2048, batch=8, remat="saved"),
+        ),
+    ],
+    "small": [
+        (
+            "tiny, full remat",
+            dict(layers=2, width=64, mlp=256, heads=4, vocab=512, seq=32, batch=4),
+        ),
+    ],
+}
+ONE_DEVICE = dict(
+    pipe=1,
+    data=1,
+    tensor=1,
+    zero=0,
+    microbatches=1,
+    remat="full",
+    param_dtype="float32",
+    grad_dtype="float32",
+    opt_dtype="float32",
+    act_dtype="bfloat16",
+    sequence_parallel=False,
+)
+
+
+class MeasureError(RuntimeError):
+    """The measurement could not be made as asked."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a compiled program.
+
+_INSTRUCTION = re.compile(
+    r"^\s*(?:ROOT )?%?(?P<name>[\w.\-]+) = (?P<type>\(.*?\)|\S+) (?P<op>[\w\-]+)\("
+)
+_COMPUTE = ("fusion", "dot", "convolution", "custom-call")
+
+
+def entry_schedule(text: str) -> list[tuple[str, str, str]]:
+    """The entry computation's instructions in the order they run: (name, op, line)."""
+    entry = text[text.index("\nENTRY") :]
+    entry = entry[: entry.index("\n}")]
+    found = []
+    for line in entry.splitlines()[1:]:
+        match = _INSTRUCTION.match(line)
+        if match:
+            found.append((match["name"], match["op"], line))
+    return found
+
+
+def is_matmul(op: str, line: str) -> bool:
+    return op in ("dot", "convolution") or (
+        op in ("fusion", "custom-call") and ("dot" in line or "gemm" in line or "matmul" in line)
+    )
+
+
+def async_pairs(text: str) -> list[dict[str, Any]]:
+    """Each asynchronous collective of the entry computation: its op and how many compute
+    instructions (fusions, matmuls, library calls) run between its start and its done."""
+    schedule = entry_schedule(text)
+    pairs = []
+    for at, (name, op, _) in enumerate(schedule):
+        if not op.endswith("-start") or op.removesuffix("-start") in ("copy", "send", "recv"):
+            continue
+        # The done's operand is the start, typed or not: "(%ag-start)" or "(... ) %ag-start)".
+        finished = re.compile(rf"[( ]%?{re.escape(name)}[,)]")
+        done = next(
+            (
+                i
+                for i in range(at + 1, len(schedule))
+                if schedule[i][1].endswith("-done") and finished.search(schedule[i][2])
+            ),
+            None,
+        )
+        between = schedule[at + 1 : done] if done is not None else []
+        pairs.append(
+            {
+                "op": op.removesuffix("-start"),
+                "compute_between": sum(1 for _, o, _ in between if o in _COMPUTE),
+                "matmuls_between": sum(1 for _, o, line in between if is_matmul(o, line)),
+            }
+        )
+    return pairs
+
+
+_COMPUTATION = re.compile(
+    r"^(?:ENTRY )?%?(?P<name>[\w.\-]+) [^\n]*\{\n(?P<body>.*?)^\}", re.M | re.S
+)
+_WHILE_BODY = re.compile(r" while\(.*?body=%?(?P<body>[\w.\-]+)")
+
+
+def windowed_loop(text: str) -> bool:
+    """Whether a while loop's body both passes blocks on and multiplies them: the loop XLA's
+    windowed einsum writes in place of a gather and a matmul."""
+    bodies = {m["name"]: m["body"] for m in _COMPUTATION.finditer(text)}
+    for match in _WHILE_BODY.finditer(text):
+        body = bodies.get(match["body"], "")
+        calls = [bodies.get(name, "") for name in re.findall(r"calls=%?([\w.\-]+)", body)]
+        inside = body + "".join(calls)
+        if "collective-permute" in inside and (" dot(" in inside or "gemm" in inside):
+            return True
+    return False
+
+
+def read_plan(compiled: Any, mesh: Any, program: str) -> dict[str, Any]:
+    """What one compiled program does, in the recorded file's form."""
+    from spmd_guide.analysis import collectives_by_axis
+
+    text = compiled.as_text()
+    grouped: dict[tuple, int] = {}
+    for found in collectives_by_axis(text, mesh):
+        # One collective may carry several values, when XLA combined them: its shapes.
+        asynchronous = bool(re.search(rf" {found.op}-start\(", text))
+        key = (found.op, "+".join(found.axes), tuple(found.shapes), asynchronous)
+        grouped[key] = grouped.get(key, 0) + 1
+    schedule = entry_schedule(text)
+    ops = [op for _, op, _ in schedule]
+    first_matmul = next(
+        (i for i, (_, op, line) in enumerate(schedule) if is_matmul(op, line)), len(schedule)
+    )
+    analysis = compiled.memory_analysis()
+    return {
+        "program": program,
+        "collectives": [
+            {
+                "op": op,
+                "axes": axes,
+                "shapes": list(shapes),
+                "asynchronous": asynchronous,
+                "count": count,
+            }
+            for (op, axes, shapes, asynchronous), count in sorted(grouped.items())
+        ],
+        "async_pairs": async_pairs(text),
+        "matmuls": sum(1 for _, op, line in schedule if is_matmul(op, line)),
+        "permutes_before_first_matmul": sum(
+            1
+            for op in ops[:first_matmul]
+            if op.startswith("collective-permute") and not op.endswith("-done")
+        ),
+        "windowed_loop": windowed_loop(text),
+        "temporary_bytes": analysis.temp_size_in_bytes,
+        "argument_bytes": analysis.argument_size_in_bytes,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The programs, each as on its page.
+
+
+def programs(mesh: Any, small: bool) -> dict[str, tuple[str, Any, tuple, dict]]:
+    """Each key program: (what it is, the jitted function, abstract arguments, compiler options)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    def abstract(shape, spec, dtype=jnp.float32):
+        return jax.ShapeDtypeStruct(shape, dtype, sharding=NamedSharding(mesh, spec))
+
+    found = {}
+
+    # FSDP (patterns/fsdp): a stack of weights split by rows over "x", by jit and by shard_map.
+    width = 64 if small else 256
+    stack = abstract((2, width, width), P(None, "x"))
+    batch = abstract((64, width), P("x"))
+
+    def fsdp_loss(w, x):
+        for layer in range(w.shape[0]):
+            x = jnp.tanh(x @ w[layer])
+        return jnp.mean(x**2)
+
+    found["fsdp_by_jit"] = (
+        "jax.grad of a 2-layer tower over a (2, W, W) stack split P(None, 'x'), Auto axes",
+        jax.jit(jax.grad(fsdp_loss)),
+        (stack, batch),
+        {},
+    )
+
+    def fsdp_by_hand(w, x):
+        def per_device(w, x):
+            for layer in range(w.shape[0]):
+                x = jnp.tanh(x @ jax.lax.all_gather(w[layer], "x", axis=0, tiled=True))
+            return jax.lax.pmean(jnp.mean(x**2), "x")
+
+        return jax.shard_map(per_device, mesh=mesh, in_specs=(P(None, "x"), P("x")), out_specs=P())(
+            w, x
+        )
+
+    found["fsdp_by_shard_map"] = (
+        "the same loss with each layer's weight all-gathered in shard_map; jax.grad",
+        jax.jit(jax.grad(fsdp_by_hand)),
+        (stack, batch),
+        {},
+    )
+
+    # A matmul whose partial sums are constrained to a split result (guide/backward-communication).
+    h = abstract((64, 8 * width), P(None, "x"))
+    w_rows = abstract((8 * width, width), P("x", None))
+    found["constraint_to_reduce_scatter"] = (
+        "h @ w contracting over the split dimension, its result constrained to P('x', None)",
+        jax.jit(lambda h, w: jax.lax.with_sharding_constraint(h @ w, P("x", None))),
+        (h, w_rows),
+        {},
+    )
+
+    # Data parallelism (patterns/data-parallel): replicated two-layer MLP, gradients combined.
+    def mlp_loss(p, x, y):
+        return jnp.mean((jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"] - y) ** 2)
+
+    for name, (d_in, d_hidden, d_out, rows) in {
+        "data_parallel_small": (16, 32, 4, 64),
+        "data_parallel_large": (512, 2048, 128, 64) if small else (4096, 16384, 1024, 512),
+    }.items():
+        params = {
+            "w1": abstract((d_in, d_hidden), P()),
+            "b1": abstract((d_hidden,), P()),
+            "w2": abstract((d_hidden, d_out), P()),
+            "b2": abstract((d_out,), P()),
+        }
+        found[name] = (
+            f"jax.grad of the data-parallel page's MLP {d_in}-{d_hidden}-{d_out}, batch split",
+            jax.jit(jax.grad(mlp_loss)),
+            (params, abstract((rows, d_in), P("x")), abstract((rows, d_out), P("x"))),
+            {},
+        )
+
+    # Tensor parallelism (patterns/tensor-parallel): 2 Megatron MLP blocks in shard_map.
+    specs = {"w1": P(None, "x"), "b1": P("x"), "w2": P("x", None), "b2": P()}
+    shapes = {"w1": (16, 32), "b1": (32,), "w2": (32, 16), "b2": (16,)}
+    blocks = [{k: abstract(shapes[k], specs[k]) for k in shapes} for _ in range(2)]
+
+    def tp_loss(params, x, y):
+        def per_device(params, x, y):
+            for p in params:
+                partial = jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"]
+                x = jax.lax.psum(partial, "x") + p["b2"]
+            return jnp.mean((x - y) ** 2)
+
+        return jax.shard_map(
+            per_device, mesh=mesh, in_specs=([specs] * 2, P(), P()), out_specs=P()
+        )(params, x, y)
+
+    found["tensor_parallel_two_blocks"] = (
+        "jax.value_and_grad of 2 Megatron blocks in shard_map",
+        jax.jit(jax.value_and_grad(tp_loss)),
+        (blocks, abstract((64, 16), P()), abstract((64, 16), P())),
+        {},
+    )
+
+    # Collective matmul (transformer-patterns/collective-matmul): the hand-written ring.
+    rows, inner, cols = (128, 64, 256) if small else (1024, 128, 512)
+
+    def ring(x, w):
+        devices = jax.lax.axis_size("x")
+        me = jax.lax.axis_index("x")
+        out = jnp.zeros((x.shape[0] * devices, w.shape[1]), x.dtype)
+        for step in range(devices):
+            if step < devices - 1:
+                arriving = jax.lax.ppermute(
+                    x, "x", [(i, (i + 1) % devices) for i in range(devices)]
+                )
+            out = jax.lax.dynamic_update_slice_in_dim(
+                out, x @ w, ((me - step) % devices) * x.shape[0], axis=0
+            )
+            if step < devices - 1:
+                x = arriving
+        return out
+
+    ring_args = (abstract((rows, inner), P("x", None)), abstract((inner, cols), P(None, "x")))
+    sharded_ring = jax.jit(
+        jax.shard_map(
+            ring, mesh=mesh, in_specs=(P("x", None), P(None, "x")), out_specs=P(None, "x")
+        )
+    )
+    found["collective_matmul_ring"] = (
+        "the collective-matmul page's ring, jitted",
+        sharded_ring,
+        ring_args,
+        {},
+    )
+    found["collective_matmul_ring_lhs"] = (
+        "the same, with --xla_gpu_enable_latency_hiding_scheduler=true",
+        sharded_ring,
+        ring_args,
+        {"xla_gpu_enable_latency_hiding_scheduler": True},
+    )
+    gather = abstract((rows * 8, inner), P("x", None))
+    found["windowed_einsum_threshold_zero"] = (
+        "a jitted matmul of a row-split x by a column-split w, its result split by columns, "
+        "with --xla_gpu_threshold_for_windowed_einsum_mib=0",
+        jax.jit(lambda x, w: jax.lax.with_sharding_constraint(x @ w, P(None, "x"))),
+        (gather, ring_args[1]),
+        {"xla_gpu_threshold_for_windowed_einsum_mib": 0},
+    )
+    return found
+
+
+def planner_grid(devices: list, small: bool) -> dict[str, tuple[str, Any, Any]]:
+    """The planner's step for a few of its 8-device meshes: (what, mesh, lowered)."""
+    from spmd_guide import planner
+
+    sizes = (
+        dict(layers=2, width=64, mlp=256, heads=8, vocab=512, seq=32, batch=16)
+        if small
+        else dict(layers=8, width=2048, mlp=8192, heads=16, seq=2048, batch=32)
+    )
+    found = {}
+    meshes = ((1, 4, 2, 1),) if small else ((1, 8, 1, 3), (1, 4, 2, 1), (1, 2, 4, 0))
+    for pipe, data, tensor, zero in meshes:
+        config = planner.plan(
+            {
+                **planner.defaults(),
+                **ONE_DEVICE,
+                **sizes,
+                "pipe": pipe,
+                "data": data,
+                "tensor": tensor,
+                "zero": zero,
+            }
+        )["config"]
+        mesh = mesh_of(devices, (pipe, data, tensor), planner.MESH_AXES)
+        found[f"planner_{pipe}x{data}x{tensor}_zero{zero}"] = (
+            f"the planner's step, pipe {pipe}, data {data}, tensor {tensor}, ZeRO {zero}",
+            mesh,
+            planner.lower_step(config, mesh),
+        )
+    return found
+
+
+def mesh_of(devices: list, shape: tuple, names: tuple) -> Any:
+    """A mesh over ``devices`` with Auto axes; jax.make_mesh refuses mocked GPUs (each its own
+    slice), so the devices are laid out directly."""
+    import numpy as np
+    from jax.sharding import AxisType, Mesh
+
+    return Mesh(np.array(devices).reshape(shape), names, axis_types=(AxisType.Auto,) * len(shape))
+
+
+def measure_plans(small: bool, chosen: list[str] | None = None) -> dict[str, Any]:
+    import jax
+
+    devices = jax.devices()
+    if len(devices) != 8:
+        raise MeasureError(
+            f"the plans need 8 devices (mocked GPUs or CPU devices); found {len(devices)}"
+        )
+    mesh = mesh_of(devices, (8,), ("x",))
+    plans: dict[str, Any] = {}
+    every = programs(mesh, small)
+    grid = (
+        planner_grid(devices, small)
+        if chosen is None or any(name.startswith("planner") for name in chosen)
+        else {}
+    )
+    unknown = sorted(set(chosen or ()) - set(every) - set(grid) - {"planner"})
+    if unknown:
+        raise MeasureError(
+            f"no program {', '.join(unknown)}; the programs are {', '.join([*every, 'planner'])}"
+        )
+    for name, (what, function, args, options) in every.items():
+        if chosen is not None and name not in chosen:
+            continue
+        with jax.set_mesh(mesh):
+            compiled = function.lower(*args).compile(compiler_options=options or None)
+        plans[name] = read_plan(compiled, mesh, what)
+    for name, (what, grid_mesh, lowered) in grid.items():
+        plans[name] = read_plan(lowered.compile(), grid_mesh, what)
+    plans["how"] = (
+        "compiled for 8 GPUs mocked on one with jax.config.update('mock_num_gpu_processes', 8), "
+        "XLA_PYTHON_CLIENT_PREALLOCATE=false and --xla_gpu_autotune_level=0; "
+        "nothing ran across GPUs"
+        if devices[0].platform == "gpu"
+        else "compiled for 8 CPU devices (a test of this script)"
+    )
+    return plans
+
+
+# ---------------------------------------------------------------------------------------------
+# Real steps on one device.
+
+
+def measure_steps(small: bool, steps: int, configurations: int | None) -> list[dict[str, Any]]:
+    import jax
+    import jax.numpy as jnp
+
+    from spmd_guide import planner
+
+    device = jax.devices()[0]
+    chip = next((key for kind, key in PLANNER_CHIPS.items() if kind in device.device_kind), None)
+    if device.platform == "gpu" and chip is None:
+        raise MeasureError(
+            f"the planner has no chip for {device.device_kind!r}; add it to model.js first"
+        )
+    chip = chip or "h100"  # a CPU test run compares with the planner's H100 figures
+    chosen = STEP_CONFIGURATIONS["small" if small else "full"][:configurations]
+    measured = []
+    for what, overrides in chosen:
+        config = planner.plan({**planner.defaults(), **ONE_DEVICE, **overrides, "chip": chip})[
+            "config"
+        ]
+        answer = planner.plan(config)
+        mesh = planner.mesh_for(config, [device])
+        lowered = planner.lower_step(config, mesh)
+        started = time.perf_counter()
+        compiled = lowered.compile()
+        compile_seconds = time.perf_counter() - started
+        keys = iter(jax.random.split(jax.random.key(0), 10_000))
+
+        def concrete(info, keys=keys):
+            if jnp.issubdtype(info.dtype, jnp.integer):
+                return jnp.zeros(info.shape, info.dtype, device=device)
+            return jax.device_put(
+                (0.02 * jax.random.normal(next(keys), info.shape)).astype(info.dtype), device
+            )
+
+        params_info, state_info, tokens_info = lowered.args_info[0]
+        params = jax.tree.map(concrete, params_info)
+        # Adam starts from zero moments and a zero count, as optax's init makes them.
+        state = jax.tree.map(
+            lambda info: jnp.zeros(info.shape, info.dtype, device=device), state_info
+        )
+        tokens = jax.device_put(
+            jax.random.randint(next(keys), tokens_info.shape, 0, config["vocab"], jnp.int32), device
+        )
+        times = []
+        for _ in range(steps + 1):
+            started = time.perf_counter()
+            params, state, loss = compiled(params, state, tokens)
+            loss.block_until_ready()
+            times.append(time.perf_counter() - started)
+        analysis = compiled.memory_analysis()
+        stats = device.memory_stats() or {}
+        memory = answer["memory"]
+        stored = (
+            memory["parameters"]["value"] + memory["optimizer"]["value"] + memory["batch"]["value"]
+        )
+        peak = answer["chip"]["flops"]
+        measured.append(
+            {
+                "what": what,
+                "configuration": {
+                    k: config[k]
+                    for k in (
+                        *ONE_DEVICE,
+                        "layers",
+                        "width",
+                        "mlp",
+                        "heads",
+                        "vocab",
+                        "seq",
+                        "batch",
+                    )
+                },
+                "planner_chip": chip,
+                "argument_bytes": analysis.argument_size_in_bytes,
+                "temporary_bytes": analysis.temp_size_in_bytes,
+                "planner_stored_bytes": stored,
+                "planner_temporary_bytes": answer["memoryTotal"] - stored,
+                "planner_step_seconds": round(answer["stepSeconds"]["overlapped"], 6),
+                "step_seconds_median": round(statistics.median(times[1:]), 6),
+                "step_seconds_range": [round(min(times[1:]), 6), round(max(times[1:]), 6)],
+                "steps_timed": steps,
+                "model_flops_per_step": round(
+                    planner.plan({**config, "remat": "saved"})["time"]["compute"]["value"] * peak
+                ),
+                "flops_per_step_with_recompute": round(answer["time"]["compute"]["value"] * peak),
+                "flops_counted_by": (
+                    "the planner's formulas for this configuration, "
+                    "without and with remat's recomputation"
+                ),
+                "peak_flops_per_second": peak,
+                "compile_seconds": round(compile_seconds, 2),
+                "bytes_limit": stats.get("bytes_limit"),
+                "peak_bytes_in_use": stats.get("peak_bytes_in_use"),
+                "final_loss": round(float(loss), 4),
+            }
+        )
+    return measured
+
+
+# ---------------------------------------------------------------------------------------------
+# The run: each part in a process of its own, then one file.
+
+
+def provenance(cpu: bool) -> dict[str, Any]:
+    def version(package: str) -> str | None:
+        try:
+            return importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    plugins = [
+        f"{p} {version(p)}" for p in ("jax-cuda13-plugin", "jax-cuda12-plugin") if version(p)
+    ]
+    if cpu:
+        gpu, driver = "none: CPU devices (a test of this script)", "none"
+    else:
+        query = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if query.returncode != 0:
+            raise MeasureError(
+                f"nvidia-smi failed, so this machine's GPU is unknown: {query.stderr}"
+            )
+        gpu, driver = [part.strip() for part in query.stdout.splitlines()[0].split(",")]
+    return {
+        "gpu": gpu,
+        "gpus": 1,
+        "driver": driver,
+        "jax": version("jax"),
+        "jaxlib": version("jaxlib"),
+        "plugin": ", ".join(plugins) or "none",
+        "date": datetime.date.today().isoformat(),
+        "command": shlex.join([Path(sys.executable).name, *sys.argv]),
+        "recorded_by": "benchmarks/gpu_measure.py",
+    }
+
+
+def run_part(part: str, args: argparse.Namespace) -> Any:
+    env = dict(os.environ)
+    if args.cpu:
+        env.update(JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES="8" if part == "plans" else "1")
+    else:
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+        if part == "plans":
+            env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_gpu_autotune_level=0").strip()
+    command = [sys.executable, __file__, "--part", part, "--steps", str(args.steps)]
+    command += ["--cpu"] * args.cpu + ["--small"] * args.small
+    if args.configurations:
+        command += ["--configurations", str(args.configurations)]
+    if args.programs:
+        command += ["--programs", args.programs]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.timeout)
+    if done.returncode != 0:
+        raise MeasureError(
+            f"the {part} part failed (exit {done.returncode}):\n{done.stderr[-4000:]}"
+        )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, help="the JSON file to write")
+    parser.add_argument("--cpu", action="store_true", help="CPU devices instead of a GPU (tests)")
+    parser.add_argument("--small", action="store_true", help="small models (with --cpu)")
+    parser.add_argument("--steps", type=int, default=6, help="steps timed after the first")
+    parser.add_argument("--configurations", type=int, help="time only the first N configurations")
+    parser.add_argument(
+        "--programs",
+        help="compile only these programs, by name, comma-separated "
+        "(planner for the planner's grid)",
+    )
+    parser.add_argument("--timeout", type=int, default=540, help="seconds each part may take")
+    parser.add_argument("--part", choices=("plans", "steps"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.steps < 1:
+        parser.error(f"--steps must be at least 1, got {args.steps}")
+    if args.configurations is not None and args.configurations < 1:
+        parser.error(f"--configurations must be at least 1, got {args.configurations}")
+
+    if args.part:
+        import jax
+
+        if args.part == "plans" and not args.cpu:
+            jax.config.update("mock_num_gpu_processes", 8)
+        if not args.cpu and jax.devices()[0].platform != "gpu":
+            raise MeasureError(
+                f"no GPU found (JAX sees {jax.devices()[0].platform}); use --cpu to test on CPU"
+            )
+        chosen = args.programs.split(",") if args.programs else None
+        result = (
+            measure_plans(args.small, chosen)
+            if args.part == "plans"
+            else measure_steps(args.small, args.steps, args.configurations)
+        )
+        print(json.dumps(result))
+        return 0
+
+    if args.out is None:
+        parser.error("--out is required: the JSON file to write")
+    record = {
+        "format": 1,
+        "provenance": provenance(args.cpu),
+        "plans_for_8_gpus": run_part("plans", args),
+        "steps_on_one_gpu": run_part("steps", args),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1) + "\n")
+    from spmd_guide import gpu_runs
+
+    gpu_runs.load(args.out)  # the file must be one the pages can read
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except MeasureError as error:
+        sys.exit(f"gpu_measure: {error}")

@@ -1,0 +1,121 @@
+"""benchmarks/gpu_measure.py on CPU devices, small models: the code a GPU run takes, so it
+cannot rot while no GPU is at hand."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spmd_guide import gpu_runs
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_measure.py"
+pytestmark = pytest.mark.once
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("gpu_measure", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+script = _load()
+
+
+def test_the_plans_of_the_pages_programs_read_as_their_pages_say_on_cpu():
+    plans = script.measure_plans(small=True)
+    ops = {
+        name: {(c["op"], c["count"]) for c in plan["collectives"]}
+        for name, plan in plans.items()
+        if name != "how"
+    }
+    # What XLA:CPU does with each, as the pages assert it.
+    assert ("reduce-scatter", 2) in ops["fsdp_by_shard_map"]
+    assert {op for op, _ in ops["fsdp_by_jit"]} == {"all-gather", "all-reduce"}
+    assert ops["tensor_parallel_two_blocks"] == {("all-reduce", 3)}
+    assert ops["collective_matmul_ring"] == {("collective-permute", 7)}
+    ring = plans["collective_matmul_ring"]
+    assert ring["matmuls"] == 8 and ring["async_pairs"] == []  # XLA:CPU runs them in line
+    assert plans["windowed_einsum_threshold_zero"]["windowed_loop"] is False
+    assert all(c["axes"] == "x" for c in plans["fsdp_by_jit"]["collectives"])
+    grid = [name for name in plans if name.startswith("planner_")]
+    assert grid and {"data", "tensor"} <= {c["axes"] for c in plans[grid[0]]["collectives"]}
+    assert all(plan["temporary_bytes"] > 0 for name, plan in plans.items() if name != "how")
+
+
+def test_the_async_reading_counts_what_a_start_and_done_bracket():
+    text = (
+        "HloModule m\n\nENTRY %main (p: f32[8]) -> f32[8] {\n"
+        "  %p = f32[8]{0} parameter(0)\n"
+        "  %ag-start = (f32[1]{0}, f32[8]{0}) all-gather-start(f32[1]{0} %p), dimensions={0}\n"
+        "  %f = f32[8]{0} fusion(f32[8]{0} %p), kind=kLoop, calls=%c\n"
+        "  %d = f32[8,8]{1,0} dot(f32[8]{0} %p, f32[8]{0} %p)\n"
+        "  %ag-done = f32[8]{0} all-gather-done((f32[1]{0}, f32[8]{0}) %ag-start)\n"
+        "  ROOT %r = f32[8]{0} add(f32[8]{0} %ag-done, f32[8]{0} %f)\n}\n"
+    )
+    assert script.async_pairs(text) == [
+        {"op": "all-gather", "compute_between": 2, "matmuls_between": 1}
+    ]
+
+
+def test_a_whole_run_on_cpu_writes_a_file_the_pages_can_read(tmp_path):
+    out = tmp_path / "run.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--cpu",
+            "--small",
+            "--steps",
+            "1",
+            "--configurations",
+            "1",
+            "--programs",
+            "tensor_parallel_two_blocks",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    run = gpu_runs.load(out)
+    assert run.provenance["command"].endswith(f"--out {out}")
+    assert run.provenance["recorded_by"] == "benchmarks/gpu_measure.py"
+    assert "CPU" in run.provenance["gpu"] and json.loads(out.read_text())["format"] == 1
+    assert set(run.data["plans_for_8_gpus"]) == {"tensor_parallel_two_blocks", "how"}
+    # The step on one device, beside the planner's figures for it.
+    (step,) = run.data["steps_on_one_gpu"]
+    assert step["argument_bytes"] == step["planner_stored_bytes"]
+    assert step["steps_timed"] == 1
+    low, high = step["step_seconds_range"]
+    assert 0 < low <= step["step_seconds_median"] <= high
+    assert step["model_flops_per_step"] < step["flops_per_step_with_recompute"]
+    assert step["final_loss"] == step["final_loss"]  # not NaN: the state starts as Adam's does
+    assert run.figure("steps_on_one_gpu.0.model_flops_utilisation") > 0
+
+
+def test_a_program_the_script_does_not_have_is_refused_naming_those_it_has():
+    with pytest.raises(script.MeasureError, match=r"no program ring.*collective_matmul_ring"):
+        script.measure_plans(small=True, chosen=["ring"])
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--steps", "0"], "--steps must be at least 1"),
+        (["--configurations", "0"], "--configurations must be at least 1"),
+        (["--cpu"], "--out is required"),
+    ],
+)
+def test_bad_arguments_are_refused_naming_the_fix(arguments, message):
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), *arguments], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and message in done.stderr, done.stderr
