@@ -210,6 +210,28 @@ def test_a_shared_address_opens_its_configuration(context, site_url):
     assert "H100 SXM" in tab.locator(".planner-summary").text_content()
 
 
+def test_on_a_gpu_the_planner_sets_a_measured_step_beside_its_bound(context, site_url):
+    measured = (
+        "chip=h100&layers=24&width=2048&mlp=8192&heads=16&seq=2048&batch=8"
+        "&data=1&tensor=1&pipe=1&zero=0&remat=full"
+    )
+    tab = open_planner(context, site_url, measured)
+    line = tab.locator("#spmd-planner .planner-measured")
+    text = line.text_content()
+    assert "24 layers of width 2048" in text and "not re-run by this build" in text, text
+    bound = float(tab.locator("tr[data-bound='compute']").get_attribute("data-seconds"))
+    seconds = float(line.get_attribute("data-seconds"))
+    # The measured step is slower than the bound set for that very configuration.
+    assert seconds > bound and f"{seconds / bound:.3g} times the planner's bound" in text, text
+    assert (
+        "No step has been measured"
+        in open_planner(context, site_url, "chip=h200")
+        .locator("#spmd-planner .planner-measured")
+        .text_content()
+    )
+    assert open_planner(context, site_url, "chip=v5e").locator(".planner-measured").count() == 0
+
+
 @pytest.mark.parametrize("theme", ("light", "dark"))
 @pytest.mark.parametrize("width", (390, 1280))
 def test_the_planner_stays_in_the_column_and_is_legible(context, site_url, width, theme):

@@ -253,6 +253,7 @@
     summary.dataset.fits = String(answer.fits);
     results.replaceChildren(
       summary,
+      ...[measuredLine(answer)].filter(Boolean),
       table("Memory per device, GiB", ["Bucket", "GiB", "Share of usable memory"], memoryRows, "memory"),
       table("Communication per step, per device", ["Collective", "Carries", "GB sent", "Time", "Formula"], commRows, "comms"),
       table("Step time: each bound alone", ["Bound", "Time", "Formula"], timeRows, "time"));
@@ -264,6 +265,40 @@
     const data = document.getElementById("planner-grid-data");
     return data ? Object.values(JSON.parse(data.textContent)).filter((row) => row.ratios) : [];
   })();
+
+  // Steps recorded on a GPU (the page's data, from the repository's recorded runs).
+  const gpuSteps = (() => {
+    const data = document.getElementById("planner-gpu-steps");
+    return data ? JSON.parse(data.textContent) : [];
+  })();
+
+  // The recorded step on this chip whose planner bound is nearest this configuration's, in
+  // ratio: the measured time to set beside the bound.
+  function nearestGpuStep(answer) {
+    const onChip = gpuSteps.filter((step) => step.chip === answer.chip.key);
+    if (!onChip.length) return null;
+    const distance = (step) => Math.abs(Math.log(step.bound / answer.stepSeconds.overlapped));
+    return onChip.reduce((best, step) => (distance(step) < distance(best) ? step : best));
+  }
+
+  function measuredLine(answer) {
+    if (answer.chip.kind !== "gpu") return null;
+    const line = el("p", { class: "planner-measured" });
+    const step = nearestGpuStep(answer);
+    if (!step) {
+      line.textContent = `No step has been measured on an ${answer.chip.name}; the bound above is all there is.`;
+      return line;
+    }
+    const c = step.config;
+    line.dataset.seconds = String(step.seconds);
+    line.textContent =
+      `Measured, for the nearest recorded configuration (${c.layers} layers of width ${c.width}, ` +
+      `batch ${c.batch} of ${c.seq} tokens, ${c.remat} remat, on ${step.devices} ${answer.chip.name}): ` +
+      `${seconds(step.seconds)} a step, ${figure(step.seconds / step.bound)} times the planner's bound ` +
+      `of ${seconds(step.bound)} for it, at ${figure(100 * step.mfu)}% model FLOPs utilisation; ` +
+      `${step.label}.`;
+    return line;
+  }
 
   // Configurations like this one: the same ZeRO stage, and the same axes in use.
   const kind = (c) => `${c.zero}|${c.data > 1}|${c.tensor > 1}|${c.pipe > 1}`;
