@@ -27,6 +27,7 @@ import argparse
 import datetime
 import importlib.metadata
 import json
+import math
 import os
 import re
 import shlex
@@ -151,16 +152,29 @@ def windowed_loop(text: str) -> bool:
     return False
 
 
+def elements(shape: str) -> int:
+    """How many values an HLO shape such as ``f32[16384,1024]`` holds."""
+    dims = re.search(r"\[([\d,]*)\]", shape)
+    return math.prod(int(d) for d in dims[1].split(",") if d) if dims else 0
+
+
 def read_plan(compiled: Any, mesh: Any, program: str) -> dict[str, Any]:
     """What one compiled program does, in the recorded file's form."""
-    from spmd_guide.analysis import collectives_by_axis
+    from spmd_guide import analysis
 
     text = compiled.as_text()
     grouped: dict[tuple, int] = {}
-    for found in collectives_by_axis(text, mesh):
+    position = analysis._mesh_positions(mesh)
+    for op, line, shapes, _, _ in analysis._collectives_produced(text):
+        # XLA:GPU writes even a synchronous collective as a start and a done, marked is_sync.
+        asynchronous = f" {op}-start(" in line and '"is_sync":true' not in line
+        if f" {op}-start(" in line and op in ("all-gather", "collective-permute"):
+            # A start's type is its operands' shapes, then its results' (and a permute's
+            # scalar contexts): keep the results.
+            data = [shape for shape in shapes if not shape.endswith("[]")]
+            shapes = tuple(data[len(data) // 2 :])
         # One collective may carry several values, when XLA combined them: its shapes.
-        asynchronous = bool(re.search(rf" {found.op}-start\(", text))
-        key = (found.op, "+".join(found.axes), tuple(found.shapes), asynchronous)
+        key = (op, "+".join(analysis._axes(line, mesh, position)), tuple(shapes), asynchronous)
         grouped[key] = grouped.get(key, 0) + 1
     schedule = entry_schedule(text)
     ops = [op for _, op, _ in schedule]
@@ -178,7 +192,9 @@ def read_plan(compiled: Any, mesh: Any, program: str) -> dict[str, Any]:
                 "asynchronous": asynchronous,
                 "count": count,
             }
-            for (op, axes, shapes, asynchronous), count in sorted(grouped.items())
+            for (op, axes, shapes, asynchronous), count in sorted(
+                grouped.items(), key=lambda item: (item[0][0], sum(map(elements, item[0][2])))
+            )
         ],
         "async_pairs": async_pairs(text),
         "matmuls": sum(1 for _, op, line in schedule if is_matmul(op, line)),
@@ -186,6 +202,9 @@ def read_plan(compiled: Any, mesh: Any, program: str) -> dict[str, Any]:
             1
             for op in ops[:first_matmul]
             if op.startswith("collective-permute") and not op.endswith("-done")
+        ),
+        "reduce_scatters": sum(
+            count for (op, *_), count in grouped.items() if op == "reduce-scatter"
         ),
         "windowed_loop": windowed_loop(text),
         "temporary_bytes": analysis.temp_size_in_bytes,
@@ -209,46 +228,48 @@ def programs(mesh: Any, small: bool) -> dict[str, tuple[str, Any, tuple, dict]]:
 
     found = {}
 
-    # FSDP (patterns/fsdp): a stack of weights split by rows over "x", by jit and by shard_map.
+    # FSDP (patterns/fsdp): 4 layers tanh(x @ W) in a lax.scan, the stack split by rows over
+    # "x", by jit and by shard_map; the instructions in the loops do not depend on the depth.
     width = 64 if small else 256
-    stack = abstract((2, width, width), P(None, "x"))
-    batch = abstract((64, width), P("x"))
+    stack = abstract((4, width, width), P(None, "x"))
+    batch, targets = abstract((64, width), P("x")), abstract((64, width), P("x"))
 
-    def fsdp_loss(w, x):
-        for layer in range(w.shape[0]):
-            x = jnp.tanh(x @ w[layer])
-        return jnp.mean(x**2)
+    def fsdp_loss(layers, x, y):
+        x, _ = jax.lax.scan(lambda x, w: (jnp.tanh(x @ w), None), x, layers)
+        return jnp.mean((x - y) ** 2)
 
     found["fsdp_by_jit"] = (
-        "jax.grad of a 2-layer tower over a (2, W, W) stack split P(None, 'x'), Auto axes",
+        "jax.grad of the FSDP page's loss, a (4, W, W) stack split P(None, 'x'), Auto axes",
         jax.jit(jax.grad(fsdp_loss)),
-        (stack, batch),
+        (stack, batch, targets),
         {},
     )
 
-    def fsdp_by_hand(w, x):
-        def per_device(w, x):
-            for layer in range(w.shape[0]):
-                x = jnp.tanh(x @ jax.lax.all_gather(w[layer], "x", axis=0, tiled=True))
-            return jax.lax.pmean(jnp.mean(x**2), "x")
+    def fsdp_by_hand(layers, x, y):
+        def per_device(layers, x, y):
+            def layer(x, w):
+                return jnp.tanh(x @ jax.lax.all_gather(w, "x", axis=0, tiled=True)), None
 
-        return jax.shard_map(per_device, mesh=mesh, in_specs=(P(None, "x"), P("x")), out_specs=P())(
-            w, x
-        )
+            x, _ = jax.lax.scan(layer, x, layers)
+            return jax.lax.pmean(jnp.mean((x - y) ** 2), "x")
+
+        specs = (P(None, "x"), P("x"), P("x"))
+        return jax.shard_map(per_device, mesh=mesh, in_specs=specs, out_specs=P())(layers, x, y)
 
     found["fsdp_by_shard_map"] = (
         "the same loss with each layer's weight all-gathered in shard_map; jax.grad",
         jax.jit(jax.grad(fsdp_by_hand)),
-        (stack, batch),
+        (stack, batch, targets),
         {},
     )
 
-    # A matmul whose partial sums are constrained to a split result (guide/backward-communication).
-    h = abstract((64, 8 * width), P(None, "x"))
+    # A matmul whose partial sums are constrained to a split result.
+    h = abstract((4, 64, 8 * width), P(None, None, "x"))
     w_rows = abstract((8 * width, width), P("x", None))
     found["constraint_to_reduce_scatter"] = (
-        "h @ w contracting over the split dimension, its result constrained to P('x', None)",
-        jax.jit(lambda h, w: jax.lax.with_sharding_constraint(h @ w, P("x", None))),
+        "h @ w contracting over the split dimension, with_sharding_constraint(h @ w, "
+        "P(None, 'x', None))",
+        jax.jit(lambda h, w: jax.lax.with_sharding_constraint(h @ w, P(None, "x", None))),
         (h, w_rows),
         {},
     )
@@ -415,10 +436,21 @@ def measure_plans(small: bool, chosen: list[str] | None = None) -> dict[str, Any
         plans[name] = read_plan(compiled, mesh, what)
     for name, (what, grid_mesh, lowered) in grid.items():
         plans[name] = read_plan(lowered.compile(), grid_mesh, what)
+    if "collective_matmul_ring" in plans and "collective_matmul_ring_lhs" in plans:
+        ring, lhs = plans["collective_matmul_ring"], plans["collective_matmul_ring_lhs"]
+        keys = ("collectives", "async_pairs", "matmuls", "permutes_before_first_matmul")
+        ring["same_with_latency_hiding_scheduler"] = all(ring[k] == lhs[k] for k in keys)
+    if "data_parallel_large" in plans:
+        from spmd_guide import xla_options
+
+        in_effect = xla_options.read(os.environ.get("XLA_FLAGS", "")).values
+        plans["data_parallel_large"]["combine_threshold_bytes"] = in_effect[
+            "xla_gpu_all_reduce_combine_threshold_bytes"
+        ]
     plans["how"] = (
         "compiled for 8 GPUs mocked on one with jax.config.update('mock_num_gpu_processes', 8), "
-        "XLA_PYTHON_CLIENT_PREALLOCATE=false and --xla_gpu_autotune_level=0; "
-        "nothing ran across GPUs"
+        "XLA_PYTHON_CLIENT_PREALLOCATE=false, --xla_gpu_autotune_level=0 and "
+        "--xla_gpu_enable_command_buffer= (none); nothing ran across GPUs"
         if devices[0].platform == "gpu"
         else "compiled for 8 CPU devices (a test of this script)"
     )
@@ -429,103 +461,150 @@ def measure_plans(small: bool, chosen: list[str] | None = None) -> dict[str, Any
 # Real steps on one device.
 
 
-def measure_steps(small: bool, steps: int, configurations: int | None) -> list[dict[str, Any]]:
+def planner_chip(device: Any) -> str:
+    """The planner's chip for this device (a CPU test run takes the H100's figures)."""
+    if device.platform != "gpu":
+        return "h100"
+    kind = device.device_kind
+    # The planner's H100 and H200 are the SXM parts; a PCIe card has other rates.
+    chip = next((key for name, key in PLANNER_CHIPS.items() if name in kind), None)
+    if chip is None or "PCIe" in kind:
+        raise MeasureError(f"the planner has no chip for {kind!r}; add it to model.js first")
+    return chip
+
+
+def measure_step(small: bool, steps: int, index: int) -> dict[str, Any]:
+    """Train configuration ``index`` for ``steps`` steps after a first, on one device. Each runs
+    in a process of its own, so the device's peak memory is this configuration's."""
     import jax
     import jax.numpy as jnp
 
     from spmd_guide import planner
 
     device = jax.devices()[0]
-    chip = next((key for kind, key in PLANNER_CHIPS.items() if kind in device.device_kind), None)
-    if device.platform == "gpu" and chip is None:
-        raise MeasureError(
-            f"the planner has no chip for {device.device_kind!r}; add it to model.js first"
+    chip = planner_chip(device)
+    what, overrides = STEP_CONFIGURATIONS["small" if small else "full"][index]
+    config = planner.plan({**planner.defaults(), **ONE_DEVICE, **overrides, "chip": chip})["config"]
+    answer = planner.plan(config)
+    mesh = planner.mesh_for(config, [device])
+    lowered = planner.lower_step(config, mesh)
+    started = time.perf_counter()
+    compiled = lowered.compile()
+    compile_seconds = time.perf_counter() - started
+    keys = iter(jax.random.split(jax.random.key(0), 10_000))
+
+    def concrete(info, keys=keys):
+        if jnp.issubdtype(info.dtype, jnp.integer):
+            return jnp.zeros(info.shape, info.dtype, device=device)
+        return jax.device_put(
+            (0.02 * jax.random.normal(next(keys), info.shape)).astype(info.dtype), device
         )
-    chip = chip or "h100"  # a CPU test run compares with the planner's H100 figures
-    chosen = STEP_CONFIGURATIONS["small" if small else "full"][:configurations]
-    measured = []
-    for what, overrides in chosen:
-        config = planner.plan({**planner.defaults(), **ONE_DEVICE, **overrides, "chip": chip})[
-            "config"
-        ]
-        answer = planner.plan(config)
-        mesh = planner.mesh_for(config, [device])
-        lowered = planner.lower_step(config, mesh)
+
+    params_info, state_info, tokens_info = lowered.args_info[0]
+    params = jax.tree.map(concrete, params_info)
+    # Adam starts from zero moments and a zero count, as optax's init makes them.
+    state = jax.tree.map(lambda info: jnp.zeros(info.shape, info.dtype, device=device), state_info)
+    tokens = jax.device_put(
+        jax.random.randint(next(keys), tokens_info.shape, 0, config["vocab"], jnp.int32), device
+    )
+    times = []
+    for _ in range(steps + 1):
         started = time.perf_counter()
-        compiled = lowered.compile()
-        compile_seconds = time.perf_counter() - started
-        keys = iter(jax.random.split(jax.random.key(0), 10_000))
-
-        def concrete(info, keys=keys):
-            if jnp.issubdtype(info.dtype, jnp.integer):
-                return jnp.zeros(info.shape, info.dtype, device=device)
-            return jax.device_put(
-                (0.02 * jax.random.normal(next(keys), info.shape)).astype(info.dtype), device
+        params, state, loss = compiled(params, state, tokens)
+        jax.block_until_ready((params, state, loss))
+        times.append(time.perf_counter() - started)
+    analysis = compiled.memory_analysis()
+    stats = device.memory_stats() or {}
+    memory = answer["memory"]
+    stored = memory["parameters"]["value"] + memory["optimizer"]["value"] + memory["batch"]["value"]
+    peak = answer["chip"]["flops"]
+    return {
+        "what": what,
+        "configuration": {
+            k: config[k]
+            for k in (
+                *ONE_DEVICE,
+                "layers",
+                "width",
+                "mlp",
+                "heads",
+                "vocab",
+                "seq",
+                "batch",
             )
+        },
+        "planner_chip": chip,
+        "argument_bytes": analysis.argument_size_in_bytes,
+        "temporary_bytes": analysis.temp_size_in_bytes,
+        "planner_stored_bytes": stored,
+        "planner_temporary_bytes": answer["memoryTotal"] - stored,
+        "planner_step_seconds": round(answer["stepSeconds"]["overlapped"], 6),
+        "step_seconds_median": round(statistics.median(times[1:]), 6),
+        "step_seconds_range": [round(min(times[1:]), 6), round(max(times[1:]), 6)],
+        "steps_timed": steps,
+        "model_flops_per_step": round(
+            planner.plan({**config, "remat": "saved"})["time"]["compute"]["value"] * peak
+        ),
+        "flops_per_step_with_recompute": round(answer["time"]["compute"]["value"] * peak),
+        "flops_counted_by": (
+            "the planner's formulas for this configuration, without and with remat's recomputation"
+        ),
+        "peak_flops_per_second": peak,
+        "compile_seconds": round(compile_seconds, 2),
+        "bytes_limit": stats.get("bytes_limit"),
+        "peak_bytes_in_use": stats.get("peak_bytes_in_use"),
+        "final_loss": round(float(loss), 4),
+    }
 
-        params_info, state_info, tokens_info = lowered.args_info[0]
-        params = jax.tree.map(concrete, params_info)
-        # Adam starts from zero moments and a zero count, as optax's init makes them.
-        state = jax.tree.map(
-            lambda info: jnp.zeros(info.shape, info.dtype, device=device), state_info
-        )
-        tokens = jax.device_put(
-            jax.random.randint(next(keys), tokens_info.shape, 0, config["vocab"], jnp.int32), device
-        )
-        times = []
-        for _ in range(steps + 1):
-            started = time.perf_counter()
-            params, state, loss = compiled(params, state, tokens)
-            loss.block_until_ready()
-            times.append(time.perf_counter() - started)
-        analysis = compiled.memory_analysis()
-        stats = device.memory_stats() or {}
-        memory = answer["memory"]
-        stored = (
-            memory["parameters"]["value"] + memory["optimizer"]["value"] + memory["batch"]["value"]
-        )
-        peak = answer["chip"]["flops"]
-        measured.append(
-            {
-                "what": what,
-                "configuration": {
-                    k: config[k]
-                    for k in (
-                        *ONE_DEVICE,
-                        "layers",
-                        "width",
-                        "mlp",
-                        "heads",
-                        "vocab",
-                        "seq",
-                        "batch",
-                    )
-                },
-                "planner_chip": chip,
-                "argument_bytes": analysis.argument_size_in_bytes,
-                "temporary_bytes": analysis.temp_size_in_bytes,
-                "planner_stored_bytes": stored,
-                "planner_temporary_bytes": answer["memoryTotal"] - stored,
-                "planner_step_seconds": round(answer["stepSeconds"]["overlapped"], 6),
-                "step_seconds_median": round(statistics.median(times[1:]), 6),
-                "step_seconds_range": [round(min(times[1:]), 6), round(max(times[1:]), 6)],
-                "steps_timed": steps,
-                "model_flops_per_step": round(
-                    planner.plan({**config, "remat": "saved"})["time"]["compute"]["value"] * peak
-                ),
-                "flops_per_step_with_recompute": round(answer["time"]["compute"]["value"] * peak),
-                "flops_counted_by": (
-                    "the planner's formulas for this configuration, "
-                    "without and with remat's recomputation"
-                ),
-                "peak_flops_per_second": peak,
-                "compile_seconds": round(compile_seconds, 2),
-                "bytes_limit": stats.get("bytes_limit"),
-                "peak_bytes_in_use": stats.get("peak_bytes_in_use"),
-                "final_loss": round(float(loss), 4),
-            }
-        )
-    return measured
+
+def measure_observations(small: bool) -> dict[str, Any]:
+    """What the run's device and plugin show apart from any step: the error of a float32 matmul
+    at default and at highest precision, the allocator's cap, and the memory-fraction variables
+    the plugin reads."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    side = 256 if small else 4096
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(side, side)), rng.normal(size=(side, side))
+    exact = a @ b
+
+    def error(precision: str) -> float:
+        with jax.default_matmul_precision(precision):
+            product = np.asarray(jnp.dot(jnp.float32(a), jnp.float32(b)), np.float64)
+        return float(np.max(np.abs(product - exact)) / np.max(np.abs(exact)))
+
+    current, deprecated = memory_fraction_variables()
+    stats = jax.devices()[0].memory_stats() or {}
+    return {
+        "float32_matmul_side": side,
+        "float32_matmul_default_relative_error": float(f"{error('default'):.2g}"),
+        "float32_matmul_highest_relative_error": float(f"{error('highest'):.2g}"),
+        "bytes_limit": stats.get("bytes_limit"),
+        "memory_fraction_variable": current,
+        "memory_fraction_variable_deprecated": deprecated,
+    }
+
+
+def memory_fraction_variables() -> tuple[str | None, str | None]:
+    """The memory-fraction variable the installed GPU plugin reads, and the older one if the
+    plugin calls it deprecated, from the strings in its libraries (None without a plugin)."""
+    import importlib.util
+
+    libraries = []
+    for package in ("jax_plugins", "jax_cuda13_plugin", "jax_cuda12_plugin"):
+        spec = importlib.util.find_spec(package)
+        for root in (spec.submodule_search_locations or []) if spec else []:
+            libraries += Path(root).rglob("*.so")
+    data = b"".join(library.read_bytes() for library in libraries)
+    current = "XLA_CLIENT_MEM_FRACTION" if b"XLA_CLIENT_MEM_FRACTION" in data else None
+    older = b"XLA_PYTHON_CLIENT_MEM_FRACTION"
+    said = [
+        data[max(0, at - 200) : at + 200] for at in (m.start() for m in re.finditer(older, data))
+    ]
+    deprecated = older.decode() if any(b"deprecat" in text.lower() for text in said) else None
+    return current, deprecated
 
 
 # ---------------------------------------------------------------------------------------------
@@ -569,18 +648,21 @@ def provenance(cpu: bool) -> dict[str, Any]:
     }
 
 
-def run_part(part: str, args: argparse.Namespace) -> Any:
+def run_part(part: str, args: argparse.Namespace, index: int | None = None) -> Any:
     env = dict(os.environ)
     if args.cpu:
         env.update(JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES="8" if part == "plans" else "1")
     else:
         env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
         if part == "plans":
-            env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_gpu_autotune_level=0").strip()
+            # No autotuning (it would take minutes for 8 mocked GPUs), and no command buffers,
+            # which would move runs of kernels out of the entry computation's schedule.
+            flags = " --xla_gpu_autotune_level=0 --xla_gpu_enable_command_buffer="
+            env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + flags).strip()
     command = [sys.executable, __file__, "--part", part, "--steps", str(args.steps)]
     command += ["--cpu"] * args.cpu + ["--small"] * args.small
-    if args.configurations:
-        command += ["--configurations", str(args.configurations)]
+    if index is not None:
+        command += ["--index", str(index)]
     if args.programs:
         command += ["--programs", args.programs]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.timeout)
@@ -589,6 +671,17 @@ def run_part(part: str, args: argparse.Namespace) -> Any:
             f"the {part} part failed (exit {done.returncode}):\n{done.stderr[-4000:]}"
         )
     return json.loads(done.stdout.splitlines()[-1])
+
+
+def card_bytes() -> int | None:
+    """The GPU's memory, as nvidia-smi reports it."""
+    query = subprocess.run(
+        ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return int(query.stdout.split()[0]) * 2**20 if query.returncode == 0 else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -604,7 +697,8 @@ def main(argv: list[str] | None = None) -> int:
         "(planner for the planner's grid)",
     )
     parser.add_argument("--timeout", type=int, default=540, help="seconds each part may take")
-    parser.add_argument("--part", choices=("plans", "steps"), help=argparse.SUPPRESS)
+    parser.add_argument("--part", choices=("plans", "step", "observations"), help=argparse.SUPPRESS)
+    parser.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.steps < 1:
         parser.error(f"--steps must be at least 1, got {args.steps}")
@@ -621,21 +715,33 @@ def main(argv: list[str] | None = None) -> int:
                 f"no GPU found (JAX sees {jax.devices()[0].platform}); use --cpu to test on CPU"
             )
         chosen = args.programs.split(",") if args.programs else None
-        result = (
-            measure_plans(args.small, chosen)
-            if args.part == "plans"
-            else measure_steps(args.small, args.steps, args.configurations)
-        )
+        result = {
+            "plans": lambda: measure_plans(args.small, chosen),
+            "step": lambda: measure_step(args.small, args.steps, args.index),
+            "observations": lambda: measure_observations(args.small),
+        }[args.part]()
         print(json.dumps(result))
         return 0
 
     if args.out is None:
         parser.error("--out is required: the JSON file to write")
+    configurations = len(STEP_CONFIGURATIONS["small" if args.small else "full"])
+    observations = run_part("observations", args)
+    total = None if args.cpu else card_bytes()
+    observations["memory_reserved_fraction"] = (
+        round(observations["bytes_limit"] / total, 4)
+        if total and observations["bytes_limit"]
+        else None
+    )
     record = {
         "format": 1,
         "provenance": provenance(args.cpu),
         "plans_for_8_gpus": run_part("plans", args),
-        "steps_on_one_gpu": run_part("steps", args),
+        "steps_on_one_gpu": [
+            run_part("step", args, index)
+            for index in range(min(configurations, args.configurations or configurations))
+        ],
+        "observations": observations,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1) + "\n")

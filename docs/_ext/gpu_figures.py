@@ -4,7 +4,7 @@ No build has a GPU, so a page cannot measure what it says a GPU did. It states s
 with a role that reads it from the recorded file, so the figure cannot differ from the file:
 
     {gpu}`steps_on_one_gpu.0.step_seconds_median` s          → 0.485 s
-    {gpu}`steps_on_one_gpu.0.model_flops_utilisation|.0%`     → 40%
+    {gpu}`steps_on_one_gpu.0.model_flops_utilisation|.0%`     → 30%
     {gpu}`plans_for_8_gpus.collective_matmul_ring.temporary_bytes_approx|MB` → 62.9 MB
     {gpu-label}`newest`                                        → measured on one … with JAX …, …
 
@@ -26,15 +26,10 @@ from spmd_guide import gpu_runs
 _UNITS = {"MB": 1e6, "GB": 1e9, "GiB": 2**30}
 
 
-def _newest() -> gpu_runs.GpuRun:
-    runs = gpu_runs.recorded()
-    return max(runs.values(), key=lambda run: (run.provenance["date"], run.name))
-
-
 def resolve(target: str) -> tuple[gpu_runs.GpuRun, str]:
     """The run and the dotted path a role's target names."""
     name, _, path = target.rpartition(":")
-    return (gpu_runs.run(name) if name else _newest()), path
+    return (gpu_runs.run(name) if name else gpu_runs.newest()), path
 
 
 def render(target: str) -> str:
@@ -64,7 +59,7 @@ class GpuFigure(SphinxRole):
 class GpuLabel(SphinxRole):
     def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
         try:
-            run = _newest() if self.text == "newest" else gpu_runs.run(self.text)
+            run = gpu_runs.newest() if self.text == "newest" else gpu_runs.run(self.text)
         except gpu_runs.GpuRunError as error:
             message = self.inliner.reporter.error(f"{{gpu-label}}: {error}", line=self.lineno)
             return [nodes.problematic(self.rawtext, self.rawtext)], [message]

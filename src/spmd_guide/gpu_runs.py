@@ -23,7 +23,48 @@ FORMAT = 1
 # in "recorded_by".
 PROVENANCE = ("gpu", "gpus", "driver", "jax", "jaxlib", "plugin", "date", "command", "recorded_by")
 MAY_BE_UNRECORDED = ("driver", "command")
-SECTIONS = ("plans_for_8_gpus", "steps_on_one_gpu")
+SECTIONS = ("plans_for_8_gpus", "steps_on_one_gpu", "observations")
+
+# What the pages read from a run: each file, typed in or measured, holds at least these.
+PLANS = {
+    "fsdp_by_jit": ("collectives", "reduce_scatters"),
+    "constraint_to_reduce_scatter": ("collectives",),
+    "data_parallel_small": ("collectives",),
+    "data_parallel_large": ("collectives", "combine_threshold_bytes"),
+    "collective_matmul_ring": (
+        "collectives",
+        "matmuls",
+        "permutes_before_first_matmul",
+        "same_with_latency_hiding_scheduler",
+    ),
+    "windowed_einsum_threshold_zero": ("collectives", "windowed_loop"),
+    "tensor_parallel_two_blocks": ("collectives",),
+}
+COLLECTIVE = ("op", "count")
+STEP = (
+    "configuration",
+    "planner_chip",
+    "argument_bytes",
+    "temporary_bytes",
+    "planner_stored_bytes",
+    "planner_temporary_bytes",
+    "planner_step_seconds",
+    "step_seconds_median",
+    "step_seconds_range",
+    "steps_timed",
+    "model_flops_per_step",
+    "flops_per_step_with_recompute",
+    "peak_flops_per_second",
+    "bytes_limit",
+)
+OBSERVATIONS = (
+    "memory_reserved_fraction",
+    "memory_fraction_variable",
+    "memory_fraction_variable_deprecated",
+    "float32_matmul_side",
+    "float32_matmul_default_relative_error",
+    "float32_matmul_highest_relative_error",
+)
 
 
 class GpuRunError(ValueError):
@@ -57,6 +98,32 @@ def _check(data: Any, where: str) -> None:
     absent = [section for section in SECTIONS if section not in data]
     if absent:
         raise GpuRunError(f"{where}: no {', '.join(absent)} section")
+    plans, steps = data["plans_for_8_gpus"], data["steps_on_one_gpu"]
+    lacking = [
+        f"plans_for_8_gpus.{name}.{key}"
+        for name, keys in PLANS.items()
+        for key in keys
+        if key not in plans.get(name, {})
+    ]
+    lacking += [
+        f"plans_for_8_gpus.{name}.collectives.{at}.{key}"
+        for name in PLANS
+        for at, collective in enumerate(plans.get(name, {}).get("collectives", []))
+        for key in COLLECTIVE
+        if key not in collective
+    ]
+    if not isinstance(steps, list) or not steps:
+        lacking.append("steps_on_one_gpu (a list of at least one step)")
+    else:
+        lacking += [
+            f"steps_on_one_gpu.{at}.{key}"
+            for at, step in enumerate(steps)
+            for key in STEP
+            if key not in step
+        ]
+    lacking += [f"observations.{key}" for key in OBSERVATIONS if key not in data["observations"]]
+    if lacking:
+        raise GpuRunError(f"{where}: the pages read what it lacks: {', '.join(lacking)}")
 
 
 @dataclass(frozen=True)
@@ -149,6 +216,11 @@ def run(name: str) -> GpuRun:
     if name not in runs:
         raise GpuRunError(f"no recorded GPU run {name!r}; there are {', '.join(runs)}")
     return runs[name]
+
+
+def newest() -> GpuRun:
+    """The run the pages cite: the latest by date (then by name)."""
+    return max(recorded().values(), key=lambda run: (run.provenance["date"], run.name))
 
 
 def leaves(node: Any) -> Iterator[Any]:

@@ -290,10 +290,13 @@
       return line;
     }
     const c = step.config;
+    const same = Math.abs(step.bound / answer.stepSeconds.overlapped - 1) < 1e-9;
+    const onChip = gpuSteps.filter((s) => s.chip === answer.chip.key).length;
     line.dataset.seconds = String(step.seconds);
     line.textContent =
-      `Measured, for the nearest recorded configuration (${c.layers} layers of width ${c.width}, ` +
-      `batch ${c.batch} of ${c.seq} tokens, ${c.remat} remat, on ${step.devices} ${answer.chip.name}): ` +
+      `Measured ${same ? "for this configuration" : `for the recorded configuration nearest this one in its bound (of ${onChip} recorded on this chip)`}: ` +
+      `${c.layers} layers of width ${c.width}, batch ${c.batch} of ${c.seq} tokens, ${c.remat} remat, ` +
+      `on ${step.devices} ${answer.chip.name}: ` +
       `${seconds(step.seconds)} a step, ${figure(step.seconds / step.bound)} times the planner's bound ` +
       `of ${seconds(step.bound)} for it, at ${figure(100 * step.mfu)}% model FLOPs utilisation; ` +
       `${step.label}.`;
