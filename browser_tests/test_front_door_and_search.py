@@ -248,6 +248,13 @@ def test_no_page_shows_the_build_machines_paths():
         assert not re.search(r"ipykernel_\d+|/tmp/|/root/|/work/", text), page
 
 
+def test_no_page_shows_a_gpu_figure_role_unrendered():
+    # A role split by a table's column bar, for one, would show as its source.
+    for page in PAGES:
+        text = (SITE / page).read_text(encoding="utf-8")
+        assert not re.search(r"\{gpu(-label)?\}", text), page
+
+
 def test_pages_do_not_open_on_a_list_of_devices(context, site_url):
     tab = context.new_page()
     for page in PAGES:

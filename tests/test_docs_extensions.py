@@ -506,3 +506,24 @@ def test_a_section_whose_title_quotes_a_message_comes_before_another_raising_it(
         ("troubleshooting", "other"),
         ("a-page", "a"),
     ]
+
+
+def test_a_new_recorded_gpu_run_executes_the_pages_again(tmp_path, monkeypatch):
+    import execution_cache
+
+    docs = tmp_path / "docs"
+    for path in (
+        "src/spmd_guide/module.py",
+        "src/spmd_guide/recorded_gpu_runs/run.json",
+        "docs/_static/planner/model.js",
+        "docs/_static/explorer/model.js",
+        "docs/_ext/kernel_startup.py",
+    ):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("1")
+    (tmp_path / "examples").mkdir()
+    monkeypatch.setattr(execution_cache, "ROOT", tmp_path)
+    monkeypatch.setattr(execution_cache, "DOCS", docs)
+    before = execution_cache.execution_fingerprint()
+    (tmp_path / "src/spmd_guide/recorded_gpu_runs/another.json").write_text("{}")
+    assert execution_cache.execution_fingerprint() != before

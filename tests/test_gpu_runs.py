@@ -78,7 +78,7 @@ def test_the_role_renders_units_and_format_specifications():
     assert gpu_figures.render("steps_on_one_gpu.0.step_seconds_median") == str(
         step["step_seconds_median"]
     )
-    assert gpu_figures.render("steps_on_one_gpu.0.argument_bytes|GB") == (
+    assert gpu_figures.render("steps_on_one_gpu.0.argument_bytes;GB") == (
         f"{step['argument_bytes'] / 1e9:.1f} GB"
     )
 

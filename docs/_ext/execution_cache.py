@@ -35,6 +35,8 @@ def execution_fingerprint() -> str:
     digest = hashlib.sha256()
     sources = [
         *(ROOT / "src" / "spmd_guide").rglob("*.py"),
+        # The recorded GPU runs, which pages print and assert.
+        *(ROOT / "src" / "spmd_guide" / "recorded_gpu_runs").glob("*.json"),
         *(ROOT / "examples").rglob("*.py"),
         # The planner's and the explorer's formulas, which their pages run through
         # spmd_guide.planner and spmd_guide.explorer.

@@ -4,11 +4,11 @@ No build has a GPU, so a page cannot measure what it says a GPU did. It states s
 with a role that reads it from the recorded file, so the figure cannot differ from the file:
 
     {gpu}`steps_on_one_gpu.0.step_seconds_median` s          → 0.485 s
-    {gpu}`steps_on_one_gpu.0.model_flops_utilisation|.0%`     → 30%
-    {gpu}`plans_for_8_gpus.collective_matmul_ring.temporary_bytes_approx|MB` → 62.9 MB
+    {gpu}`steps_on_one_gpu.0.model_flops_utilisation;.0%`     → 30%
+    {gpu}`plans_for_8_gpus.collective_matmul_ring.temporary_bytes_approx;MB` → 62.9 MB
     {gpu-label}`newest`                                        → measured on one … with JAX …, …
 
-After ``|`` comes a Python format specification, or ``MB``, ``GB`` or ``GiB`` (one place). The
+After ``;`` comes a Python format specification, or ``MB``, ``GB`` or ``GiB`` (one place). The
 figures come from the newest recorded run; ``RUN:path`` names another. A path the file lacks
 fails the build, naming the keys there are. ``{gpu-label}`` takes ``newest`` or a run's name.
 """
@@ -34,7 +34,7 @@ def resolve(target: str) -> tuple[gpu_runs.GpuRun, str]:
 
 def render(target: str) -> str:
     """The text a ``{gpu}`` role shows for ``target``."""
-    path, _, spec = target.partition("|")
+    path, _, spec = target.partition(";")
     run, path = resolve(path.strip())
     value: Any = run.figure(path)
     if spec in _UNITS:

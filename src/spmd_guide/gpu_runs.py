@@ -1,6 +1,6 @@
 """GPU measurements kept in the repository: one JSON file per run, in ``recorded_gpu_runs/``,
 each naming where and how it was measured. No build re-runs them; pages state a GPU figure only
-through the ``{gpu}`` role (docs/_ext/gpu_figures.py), which reads it from a file here.
+through the role that docs/_ext/gpu_figures.py defines, which reads it from a file here.
 
 ``benchmarks/gpu_measure.py`` writes new files on a machine with a GPU; the first file was typed
 in from the notes of an earlier run, and says so in its provenance.
