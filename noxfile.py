@@ -342,9 +342,7 @@ def browser(session: nox.Session) -> None:
     if not (DOCS_BUILD / "html" / "index.html").exists():
         session.error("no built site: run `nox -s docs` first")
     install(session, "browser", project=False)
-    session.run(
-        "pytest", "browser_tests", "-p", "no:cacheprovider", "-n", "2", *session.posargs
-    )
+    session.run("pytest", "browser_tests", "-p", "no:cacheprovider", "-n", "2", *session.posargs)
 
 
 @nox.session(name="copied-pages")
