@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -221,15 +220,3 @@ def run(name: str) -> GpuRun:
 def newest() -> GpuRun:
     """The run the pages cite: the latest by date (then by name)."""
     return max(recorded().values(), key=lambda run: (run.provenance["date"], run.name))
-
-
-def leaves(node: Any) -> Iterator[Any]:
-    """Every number and string a recorded file holds."""
-    if isinstance(node, dict):
-        for value in node.values():
-            yield from leaves(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from leaves(value)
-    else:
-        yield node

@@ -261,16 +261,15 @@ _SERIALIZE = (
 
 @dataclass(frozen=True)
 class Reading:
-    """What XLA made of one ``XLA_FLAGS``: every option's value, and what XLA printed."""
+    """What XLA made of one ``XLA_FLAGS``: every option's value."""
 
     xla_flags: str
     values: dict[str, Any]
-    log: str
 
 
 def read(xla_flags: str = "") -> Reading:
     """Every option's value in a fresh Python process whose ``XLA_FLAGS`` is ``xla_flags`` (the
-    compiled-in defaults when empty), and what XLA logged while parsing it."""
+    compiled-in defaults when empty)."""
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env["XLA_FLAGS"] = xla_flags
     env.setdefault("JAX_PLATFORMS", "cpu")
@@ -285,4 +284,4 @@ def read(xla_flags: str = "") -> Reading:
     message = done.stdout
     for number in _COMPILE_OPTIONS_PATH:
         message = _first(_fields(message), number, b"")
-    return Reading(xla_flags, decode_debug_options(message), done.stderr.decode(errors="replace"))
+    return Reading(xla_flags, decode_debug_options(message))
