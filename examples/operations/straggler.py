@@ -34,7 +34,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--trace-dir", type=Path, required=True, help="folder for the traces")
     parser.add_argument("--slow", type=int, help="this process waits on its host before a step")
     parser.add_argument(
-        "--delay", type=float, default=0.2, help="seconds the slow process waits (default 0.2)"
+        "--delay", type=float, default=1.0, help="seconds the slow process waits (default 1)"
     )
     args = parser.parse_args(argv)
     if args.delay < 0:

@@ -14,8 +14,8 @@ Three things make such a job tell where it is:
     across processes before the first step, and stops with the processes that differ: the
     processes of one job must run one program);
   * `kill -USR1 PID` makes a process print every thread's Python stack, and go on;
-  * --deadline S makes every process print its stacks if it is still running S seconds after it
-    started, and exit 2 seconds later.
+  * --deadline S makes a process that finishes no step for S seconds print its stacks, and exit
+    2 seconds later: a watchdog re-armed at every step, so a long healthy run is never stopped.
 --agree-on-steps is the fix for uneven data: the processes agree on the fewest batches any of
 them holds before they start. --extra-term-on P gives process P's step a different loss (a term
 the others lack), a program that differs without hanging: each process goes on with different
@@ -35,6 +35,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 ROWS_PER_DEVICE, WIDTH, BATCHES = 4, 16, 3
 EXIT_GRACE = 2.0  # seconds between printing the stacks at the deadline and exiting
@@ -51,7 +52,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--check-programs", action="store_true", help="stop if the processes' programs differ"
     )
     parser.add_argument(
-        "--deadline", type=float, help="print every stack and exit after this many seconds"
+        "--deadline",
+        type=float,
+        help="print every stack and exit when no step finishes for this many seconds",
     )
     args = parser.parse_args(argv)
     if args.deadline is not None and args.deadline <= 0:
@@ -81,16 +84,23 @@ def join_the_job() -> None:
         raise
 
 
-def watch_for_hangs(deadline: float | None) -> None:
-    """Make this process say where it is when it hangs, before anything can hang."""
+def watch_for_hangs(deadline: float | None) -> Callable[[], None]:
+    """Make this process say where it is when it hangs; return the watchdog's re-arming, to call
+    when the training loop starts and after every step."""
     # `kill -USR1 PID` prints every thread's Python stack to stderr; the process goes on.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    if deadline is not None:
-        # Still running at the deadline: print every stack. EXIT_GRACE seconds later the alarm,
-        # whose default action ends the process, stops it: by then every process of the job
-        # has printed its own stacks, before the first to exit brings the job down.
+
+    def made_progress() -> None:
+        if deadline is None:
+            return
+        # No progress for `deadline` seconds: print every stack. EXIT_GRACE seconds later the
+        # alarm, whose default action ends the process, stops it: by then every process of the
+        # job has printed its own stacks, before the first to exit brings the job down. Each
+        # call replaces the timers the one before it set.
         faulthandler.dump_traceback_later(deadline)
         signal.setitimer(signal.ITIMER_REAL, deadline + EXIT_GRACE)
+
+    return made_progress
 
 
 def agree_on_batches(batches: int) -> int:
@@ -115,7 +125,7 @@ def processes_running_another_program(lowered) -> list[int]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.monotonic()
-    watch_for_hangs(args.deadline)
+    made_progress = watch_for_hangs(args.deadline)
 
     import jax
     import jax.numpy as jnp
@@ -162,9 +172,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.check_programs and (differing := processes_running_another_program(lowered)):
         say(f"stopping: processes {differing} run another program than this one")
         return 1
+    compiled = lowered.compile()  # before the watchdog, so that no step waits on the compiler
+    made_progress()
     for step in range(batches):
-        w = train_step(w, global_batch(step))
+        w = compiled(w, global_batch(step))
         say(f"step {step} done, loss {float(loss(w, global_batch(step))):.6f}")
+        made_progress()
     # Replicated, so every process holds the whole of w: its digest should agree everywhere.
     say(f"finished, weights {hashlib.sha256(np.asarray(w).tobytes()).hexdigest()[:16]}")
     if jax.process_count() > 1:
