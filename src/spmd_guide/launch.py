@@ -27,7 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from spmd_guide.environment import cpu_devices_env, environment_without_jax_settings, run_python
+from spmd_guide.environment import (
+    cpu_devices_env,
+    environment_without_jax_settings,
+    frozen_while,
+    run_python,
+)
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -108,7 +113,10 @@ def launch_and_kill(
 ) -> tuple[LaunchResult, dict[int, float]]:
     """Run ``command`` as :func:`launch` does with ``keep_going``, and kill process ``victim``
     (``SIGKILL``, as a failed machine stops it) the first time ``when(outputs)`` holds, outputs
-    being each process's lines so far. Returns the result, whose outputs the launcher did not
+    being each process's lines so far. As :func:`~spmd_guide.environment.kill_python_when` does,
+    the victim is frozen when ``when`` holds and ``when`` asked again before the kill, so the
+    other processes, which cannot finish a collective without it, stop where the condition held.
+    Returns the result, whose outputs the launcher did not
     print, and the seconds after the kill at which each other process ended (absent: it was
     still running when ``timeout`` passed, counted from the start, and was stopped).
 
@@ -123,17 +131,21 @@ def launch_and_kill(
     ended: dict[int, float] = {}
     try:
         group.start(command, num_processes, devices_per_process)
-        while True:
+        victim_process = group.processes[victim]
+
+        def condition() -> bool:
             with group.lock:
-                ready = when(result.outputs)
-            if ready:
+                return when(result.outputs)
+
+        while True:
+            if frozen_while(victim_process, condition):
                 break
             if any(p.poll() is not None for p in group.processes):
                 raise RuntimeError(f"a process ended before the kill; outputs: {result.outputs}")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the kill's condition never held; outputs: {result.outputs}")
             time.sleep(0.01)
-        group.processes[victim].kill()
+        victim_process.kill()
         killed = time.monotonic()
         others = [i for i in range(num_processes) if i != victim]
         while len(ended) < len(others) and time.monotonic() < deadline:
