@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -57,7 +56,6 @@ def test_two_processes_build_one_global_mesh_and_agree(tmp_path):
 
 @pytest.mark.processes
 def test_a_wrong_process_count_fails_clearly_within_the_timeout():
-    start = time.monotonic()
     result = run_launcher(
         "-n",
         "2",
@@ -73,8 +71,8 @@ def test_a_wrong_process_count_fails_clearly_within_the_timeout():
     )
     assert result.returncode == 1
     assert "could not join 3 process(es)" in result.stdout
+    # Ended by the failed join, not by the launcher's 60 s timeout, whose reason would say so.
     assert "exited with code 1; stopped all 2 processes" in result.stderr
-    assert time.monotonic() - start < 45
 
 
 def test_a_process_with_no_coordinator_fails_clearly(tmp_path):
@@ -114,13 +112,14 @@ def test_one_failing_process_stops_the_rest_at_once(tmp_path):
         "    print('giving up'); sys.exit(3)\n"
         "time.sleep(600)\n"
     )
-    start = time.monotonic()
     out = io.StringIO()
-    result = launch([sys.executable, str(script)], num_processes=2, devices_per_process=1, out=out)
+    result = launch(
+        [sys.executable, str(script)], num_processes=2, devices_per_process=1, out=out, timeout=60
+    )
     assert result.returncode == 1
+    # Stopped at process 1's exit: waiting on process 0's sleep would end in the 60 s timeout.
     assert result.reason == "process 1 exited with code 3"
     assert "[1] giving up" in out.getvalue()
-    assert time.monotonic() - start < 30
 
 
 @pytest.mark.processes
@@ -167,14 +166,13 @@ def test_a_process_killed_on_a_condition_is_outlived_by_the_others(tmp_path):
     )
     assert result.reason == "process 1 exited with code -9"
     assert result.outputs[0][-1] == "0 39" and "1 39" not in result.outputs[1]
-    assert 0 < ended[0] < 30
+    assert list(ended) == [0] and ended[0] > 0  # ended on its own, after the kill
 
 
 @pytest.mark.processes
 def test_a_hung_run_times_out(tmp_path):
     script = tmp_path / "hangs.py"
     script.write_text("import time\ntime.sleep(600)\n")
-    start = time.monotonic()
     result = launch(
         [sys.executable, str(script)],
         num_processes=2,
@@ -184,7 +182,6 @@ def test_a_hung_run_times_out(tmp_path):
     )
     assert result.returncode == 1
     assert result.reason.startswith("timed out after 2 s; still running: process 0, 1")
-    assert time.monotonic() - start < 20
 
 
 @pytest.mark.processes
