@@ -353,9 +353,19 @@ def copied_pages(session: nox.Session) -> None:
 
 
 @nox.session
+def stress(session: nox.Session) -> None:
+    """Run the pages that start processes or time things 5 times beside two CPU-bound processes,
+    and report their failures and each timing check's tightest value against its bound."""
+    install(session, "docs", "test")
+    ensure_cluster_programs(session)
+    session.run("python", "benchmarks/stress.py", *session.posargs)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Time the practice checker, TPU compiles, docs builds (a fresh clone's first among them),
-    `nox -s tests`, a no-change docs, `nox -s multihost` and `nox -s launchers`."""
+    `nox -s tests`, a no-change docs, `nox -s multihost` and `nox -s launchers`; then run the
+    stress check (`nox -s stress`)."""
     install(session, "docs", "test")
     session.run("python", "benchmarks/fresh_clone.py")
     session.run("python", "benchmarks/practice_check.py")
@@ -364,6 +374,8 @@ def bench(session: nox.Session) -> None:
     )
     session.run("python", "benchmarks/docs_build.py", *session.posargs)
     session.run("python", "benchmarks/developer_loop.py")
+    ensure_cluster_programs(session)
+    session.run("python", "benchmarks/stress.py")
 
 
 @nox.session(venv_backend="none")

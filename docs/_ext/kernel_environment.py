@@ -42,12 +42,17 @@ def _prepare_kernels(app: Sphinx, config: Config) -> None:
         )
     for name, value in {**cpu_devices_env(DEFAULT_DEVICE_COUNT), **COMPILE_ONLY_LIBTPU_ENV}.items():
         os.environ.setdefault(name, value)
-    ipython_dir = Path(app.doctreedir).parent / "ipython"
+    os.environ["IPYTHONDIR"] = str(prepare_ipython_dir(Path(app.doctreedir).parent / "ipython"))
+
+
+def prepare_ipython_dir(ipython_dir: Path) -> Path:
+    """Write the profile every page's kernel starts with into ``ipython_dir``, and return it:
+    the folder to give kernels as ``IPYTHONDIR``."""
     startup = ipython_dir / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(STARTUP, startup / "00-warnings-are-errors.py")
     shutil.copyfile(KERNEL_CONFIG, startup.parent / "ipython_kernel_config.py")
-    os.environ["IPYTHONDIR"] = str(ipython_dir)
+    return ipython_dir
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
