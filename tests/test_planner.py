@@ -279,33 +279,32 @@ def test_a_tpu_result_is_kept_under_the_programs_fingerprint(tmp_path, monkeypat
 
 
 @pytest.mark.once
-def test_the_build_compiles_each_tpu_check_once_and_the_cpu_checks_afresh(tmp_path, monkeypatch):
-    on_tpu = planner.plan(dict(SMALL, data=8, zero=3))["config"]
-    on_cpu = planner.plan(dict(SMALL, data=8))["config"]
-    monkeypatch.setattr(planner, "tpu_checks", lambda: [(on_tpu, "v5e:2x4")])
-    monkeypatch.setattr(planner, "drawn_configurations", lambda: [on_cpu])
-    tpu, cpu = tmp_path / "tpu", tmp_path / "cpu"
-    stale = cpu / "stale.json"
+def test_the_build_keeps_each_tpu_check_once(tmp_path, monkeypatch):
+    small = planner.plan(dict(SMALL, data=8, zero=3))["config"]
+    monkeypatch.setattr(planner, "tpu_checks", lambda: [(small, "v5e:2x4")])
+    monkeypatch.setenv("SPMD_GUIDE_TPU_PLANS", "")  # keep_tpu_plans sets it for the page
+    assert planner.keep_tpu_plans(tmp_path) == (1, 0)
+    assert planner.keep_tpu_plans(tmp_path) == (0, 1)
+    assert planner.measure(small, "v5e:2x4").collectives  # read back, as the page reads it
+
+
+@pytest.mark.once
+def test_the_cpu_checks_are_compiled_afresh_and_read_back(tmp_path, monkeypatch):
+    small = planner.plan(dict(SMALL, data=8))["config"]
+    monkeypatch.setattr(planner, "drawn_configurations", lambda: [small])
+    monkeypatch.setenv("SPMD_GUIDE_CPU_PLANS", "")
+    stale = tmp_path / "cpu" / "stale.json"
     stale.parent.mkdir()
     stale.write_text("{}")
-    assert planner.compile_checks(tpu, cpu) == (1, 0, 1)
-    assert not stale.exists() and len(list(cpu.iterdir())) == 1
-    assert planner.compile_checks(tpu, cpu, workers=1) == (0, 1, 1)
+    assert planner.compile_cpu_checks(tmp_path / "cpu") == 1
+    assert [p.name for p in (tmp_path / "cpu").iterdir()] != ["stale.json"]
+    assert not stale.exists() and len(list((tmp_path / "cpu").iterdir())) == 1
 
     def no_compiling(*args, **kwargs):
         raise AssertionError("compiled a program whose result was kept")
 
-    # Read back, as the page reads them.
-    monkeypatch.setenv("SPMD_GUIDE_TPU_PLANS", str(tpu))
-    monkeypatch.setenv("SPMD_GUIDE_CPU_PLANS", str(cpu))
     monkeypatch.setattr(jax.stages.Lowered, "compile", no_compiling)
-    assert planner.measure(on_tpu, "v5e:2x4").collectives
-    assert planner.measure(on_cpu, "cpu").argument_bytes > 0
-
-
-def test_compiling_the_checks_needs_a_worker(tmp_path):
-    with pytest.raises(ValueError, match="workers must be at least 1, got 0"):
-        planner.compile_checks(tmp_path / "tpu", tmp_path / "cpu", workers=0)
+    assert planner.measure(small, "cpu").argument_bytes > 0  # read back, as the page reads it
 
 
 def test_the_tpu_checks_are_the_spanning_draws_a_twin_and_the_question():

@@ -1,20 +1,21 @@
 """The planner page's compiles, run before any page executes.
 
 The planner page compares its formulas with what the TPU compiler planned for eight training
-steps of models of up to billions of parameters, 10 to 100 s a compile on two cores, and with
-what the CPU compiler planned for thirty-three, a few seconds each. Run inside the page, they
-would make it the build's one page of minutes on a fresh clone. Before the pages are read, this
-extension runs ``python -m spmd_guide.planner TPU_FOLDER CPU_FOLDER``, which shares the programs
-among two processes (each compiler keeps about one core busy; :func:`spmd_guide.planner.
-compile_checks`). The results are kept under a fingerprint of the lowered program, the target and
+steps of models of up to billions of parameters; compiling one takes 10 to 25 s on two cores.
+Run inside the page, they would make it the build's one page of minutes on a fresh clone; so
+would its thirty CPU compiles, a second or two each, beside the other pages. Before the pages
+are read, this extension compiles both, in two processes side by side (the TPU compiler leaves
+part of two cores idle): ``python -m spmd_guide.planner tpu TPU_FOLDER`` and ``... cpu
+CPU_FOLDER``. Each keeps its results under a fingerprint of the lowered program, the target and
 the versions: the TPU's in the folder that ``SPMD_GUIDE_TPU_PLANS`` names, kept between builds,
 and the CPU's in the folder that ``SPMD_GUIDE_CPU_PLANS`` names, emptied and compiled again
-every build. The page, executed in the same build, lowers the same programs and reads the
-results. Nothing runs unless the planner page is to be read with execution on. Run beside the
-pages instead, at a lower priority, the compiles made a fresh clone's build slower (612 s against
-583 s on 2 cores) and pushed other pages over a minute: the pages leave too little of two cores
-idle. The TPU folder defaults to ``tpu-plans`` beside the build's HTML (``nox -s docs`` keeps it
-with the session's environment instead, so ``--fresh`` keeps it).
+every build. The page, executed in the
+same build, lowers the same programs and reads the results. Nothing runs unless the planner page
+is to be read with execution on. Run beside the pages instead, at a lower priority, the compiles
+made a fresh clone's build slower (612 s against 583 s on 2 cores) and pushed other pages over a
+minute: the pages leave too little of two cores idle. The folder defaults to ``tpu-plans``
+beside the build's HTML (``nox -s docs`` keeps it with the session's environment instead, so
+``--fresh`` keeps it).
 """
 
 from __future__ import annotations
@@ -52,20 +53,35 @@ def _compile_before_reading(app: Sphinx, env: BuildEnvironment, docnames: list[s
     )
     started = time.perf_counter()
     logger.info("compiling the planner page's steps (minutes, unless the TPU's are kept)…")
-    try:
-        finished = subprocess.run(
-            [*COMMAND, folder, cpu_folder], capture_output=True, text=True, timeout=1800
+    running = [
+        subprocess.Popen(
+            [*COMMAND, target, target_folder],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
+        for target, target_folder in (("tpu", folder), ("cpu", cpu_folder))
+    ]
+    finished = []
+    try:
+        for process in running:
+            finished.append(process.communicate(timeout=1800))
     except subprocess.TimeoutExpired as slow:
         raise ExtensionError("compiling the planner page's steps took over 30 minutes") from slow
-    if finished.returncode:
-        raise ExtensionError(
-            f"compiling the planner page's steps failed (exit {finished.returncode}):\n"
-            f"{finished.stderr[-3000:]}"
-        )
+    finally:
+        for process in running:
+            process.kill()  # one that is still running, after a timeout
+            process.communicate()
+    for process, (_, stderr) in zip(running, finished, strict=True):
+        if process.returncode:
+            raise ExtensionError(
+                f"compiling the planner page's steps failed (exit {process.returncode}):\n"
+                f"{stderr[-3000:]}"
+            )
+    reports = [stdout.strip() for stdout, _ in finished]
     logger.info(
-        f"planner steps: {finished.stdout.strip()} "
-        f"({time.perf_counter() - started:.0f} s with start-up)"
+        f"planner steps: {'; '.join(reports)} "
+        f"({time.perf_counter() - started:.0f} s with start-up, side by side)"
     )
 
 

@@ -657,7 +657,7 @@ def measure(c: Mapping[str, Any], target: str = "cpu") -> CompiledPlan:
     there under a fingerprint of the lowered program, the topology, and the JAX and libtpu
     versions, and read back for the same program instead of compiling it again;
     ``SPMD_GUIDE_CPU_PLANS`` does the same for CPU results (the docs build empties that folder
-    and compiles afresh each build, :func:`compile_checks`).
+    and compiles afresh each build, :func:`compile_cpu_checks`).
 
     Raises:
         ValueError: if the target's devices do not number the configuration's.
@@ -708,7 +708,7 @@ def measure(c: Mapping[str, Any], target: str = "cpu") -> CompiledPlan:
 
 
 # The configurations the planner page compiles for TPU slices. They live here, not on the page,
-# so that the build can compile them before any page runs (:func:`compile_checks`): the drawn
+# so that the build can compile them before any page runs (:func:`keep_tpu_plans`): the drawn
 # configurations below, and the question the page opens with.
 
 QUESTION: dict[str, Any] = dict(
@@ -871,76 +871,59 @@ def tpu_checks() -> list[tuple[dict[str, Any], str]]:
     return drawn + [(plan(config)["config"], target) for config, target in question]
 
 
-def cpu_checks() -> list[dict[str, Any]]:
-    """Every configuration the planner page compiles with the CPU compiler: the drawn ones, and
-    the ZeRO 2 twin of each that has one (:func:`zero_two_twins`)."""
-    drawn = drawn_configurations()
-    return drawn + zero_two_twins(drawn)
+def keep_tpu_plans(folder: str | os.PathLike[str]) -> tuple[int, int]:
+    """Compile each of :func:`tpu_checks` for its slice, keeping the results in ``folder`` as
+    :func:`measure` keeps them, so that the page reads them instead of compiling.
 
-
-def _start_worker() -> None:
-    jax.config.update("jax_num_cpu_devices", 8)
-
-
-def _measure_into(config: dict[str, Any], target: str, tpu_folder: str, cpu_folder: str) -> None:
-    os.environ["SPMD_GUIDE_TPU_PLANS"] = tpu_folder
-    os.environ["SPMD_GUIDE_CPU_PLANS"] = cpu_folder
-    measure(config, target)
-
-
-def compile_checks(
-    tpu_folder: str | os.PathLike[str], cpu_folder: str | os.PathLike[str], *, workers: int = 2
-) -> tuple[int, int, int]:
-    """Compile each of :func:`tpu_checks` for its slice unless ``tpu_folder`` already keeps it,
-    and each of :func:`cpu_checks` afresh (``cpu_folder`` is emptied first), keeping the results
-    as :func:`measure` keeps them, so that the page reads them instead of compiling.
-
-    The programs are shared among ``workers`` processes, each taking the next as soon as it has
-    finished one, the TPU's first since they take longest (10 to 100 s each on two cores, against
-    a few seconds for the CPU's): each compiler keeps about one core busy, so two processes keep
-    two cores busy until the last program.
+    A TPU compile of one of these steps takes 10 to 25 s on two cores; a refusal, about one.
 
     Returns:
-        How many TPU programs were compiled now, how many were already kept, and how many CPU
-        programs were compiled.
+        How many programs were compiled now, and how many were already kept.
+    """
+    os.environ["SPMD_GUIDE_TPU_PLANS"] = os.fspath(folder)
+    kept_before = set(Path(folder).glob("*.json")) if Path(folder).is_dir() else set()
+    checks = tpu_checks()
+    for config, target in checks:
+        measure(config, target)
+    compiled = len(set(Path(folder).glob("*.json")) - kept_before)
+    return compiled, len(checks) - compiled
+
+
+def compile_cpu_checks(folder: str | os.PathLike[str]) -> int:
+    """Compile every drawn configuration, and its ZeRO 2 twin where it has one
+    (:func:`zero_two_twins`), with this process's CPU compiler, afresh: ``folder``
+    is emptied first, then holds each result as :func:`measure` keeps it, for the page to read.
+
+    Returns:
+        How many programs were compiled.
 
     Raises:
-        ValueError: if ``workers`` is not positive.
+        ValueError: if this process has fewer than 8 CPU devices.
     """
-    import multiprocessing
     import shutil
-    from concurrent.futures import ProcessPoolExecutor
 
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
-    tpu_folder, cpu_folder = os.fspath(tpu_folder), os.fspath(cpu_folder)
-    shutil.rmtree(cpu_folder, ignore_errors=True)
-    kept_before = set(Path(tpu_folder).glob("*.json")) if Path(tpu_folder).is_dir() else set()
-    tpu = tpu_checks()
-    cpu = cpu_checks()
-    jobs = tpu + [(config, "cpu") for config in cpu]
-    context = multiprocessing.get_context("spawn")  # a fresh JAX in each worker
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker) as pool:
-        running = [
-            pool.submit(_measure_into, config, target, tpu_folder, cpu_folder)
-            for config, target in jobs
-        ]
-        for job in running:
-            job.result()
-    compiled = len(set(Path(tpu_folder).glob("*.json")) - kept_before)
-    return compiled, len(tpu) - compiled, len(cpu)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.environ["SPMD_GUIDE_CPU_PLANS"] = os.fspath(folder)
+    drawn = drawn_configurations()
+    checked = drawn + zero_two_twins(drawn)
+    for config in checked:
+        measure(config, "cpu")
+    return len(checked)
 
 
 if __name__ == "__main__":
-    # The docs build runs this before any page executes:
-    #     python -m spmd_guide.planner TPU_FOLDER CPU_FOLDER
+    # The docs build runs both before any page executes, side by side:
+    #     python -m spmd_guide.planner tpu TPU_FOLDER
+    #     python -m spmd_guide.planner cpu CPU_FOLDER
     import sys
     import time
 
+    jax.config.update("jax_num_cpu_devices", 8)
     started = time.perf_counter()
-    tpu_folder, cpu_folder = sys.argv[1:]
-    compiled_now, already, cpu_compiled = compile_checks(tpu_folder, cpu_folder)
-    print(
-        f"TPU: {compiled_now} compiled, {already} already kept; CPU: {cpu_compiled} compiled; "
-        f"two processes, {time.perf_counter() - started:.0f} s"
-    )
+    target, folder = sys.argv[1:]
+    if target == "tpu":
+        compiled_now, already = keep_tpu_plans(folder)
+        done = f"TPU: {compiled_now} compiled, {already} already kept"
+    else:
+        done = f"CPU: {compile_cpu_checks(folder)} compiled"
+    print(f"{done} in {time.perf_counter() - started:.0f} s")
