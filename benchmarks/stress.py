@@ -55,6 +55,7 @@ PAGES = (
 # The tests that assert a time, through spmd_guide.timing.
 TESTS = (
     "tests/test_operations_examples.py::test_the_traces_show_which_process_the_others_wait_for",
+    "tests/test_operations_examples.py::test_mpirun_profiles_every_process_of_the_job",
 )
 MARGIN = 5
 PAGE_TIMEOUT_SECONDS = 600
