@@ -1,12 +1,13 @@
 """The planner page's compiles, run before any page executes.
 
 The planner page compares its formulas with what the TPU compiler planned for eight training
-steps of models of up to billions of parameters; compiling one takes 10 to 25 s on two cores.
+steps of models of up to billions of parameters; compiling one takes 35 to 105 s on two cores.
 Run inside the page, they would make it the build's one page of minutes on a fresh clone; so
-would its thirty CPU compiles, a second or two each, beside the other pages. Before the pages
-are read, this extension compiles both, in two processes side by side (the TPU compiler leaves
-part of two cores idle): ``python -m spmd_guide.planner tpu TPU_FOLDER`` and ``... cpu
-CPU_FOLDER``. Each keeps its results under a fingerprint of the lowered program, the target and
+would its thirty CPU compiles, a few seconds each, beside the other pages. Before the pages are
+read, this extension compiles both, in two processes side by side, which keeps both cores busy
+(sharing the programs among two processes instead saved nothing): ``python -m
+spmd_guide.planner tpu TPU_FOLDER`` and ``... cpu CPU_FOLDER``. Each keeps its results under
+a fingerprint of the lowered program, the target and
 the versions: the TPU's in the folder that ``SPMD_GUIDE_TPU_PLANS`` names, kept between builds,
 and the CPU's in the folder that ``SPMD_GUIDE_CPU_PLANS`` names, emptied and compiled again
 every build. The page, executed in the
