@@ -16,7 +16,7 @@ system's temporary directory (kept between runs), so the developer's .nox is lef
 - `nox -s multihost` and `nox -s launchers`: each prepared first, then timed once. The tests
   that start several processes live in these sessions, not in `nox -s tests`.
 
-It prints the times and exits 1 if a target is missed: each run of the tests under 150 s, the
+It prints the times and exits 1 if a target is missed: each run of the tests under 120 s, the
 no-change docs run under 15 s, the multi-process example under 60 s and the launchers under 120 s.
 """
 
@@ -34,8 +34,8 @@ from spmd_guide.environment import COMPILATION_CACHE_FOLDER
 ROOT = Path(__file__).resolve().parents[1]
 ENVDIR = Path(tempfile.gettempdir()) / "spmd-guide-bench-nox"
 TARGETS = {
-    "nox -s tests (empty compilation cache)": 150.0,
-    "nox -s tests (again)": 150.0,
+    "nox -s tests (empty compilation cache)": 120.0,
+    "nox -s tests (again)": 120.0,
     "nox -s docs (nothing changed)": 15.0,
     "nox -s multihost": 60.0,
     "nox -s launchers": 120.0,
