@@ -123,6 +123,35 @@ def test_one_failing_process_stops_the_rest_at_once(tmp_path):
 
 
 @pytest.mark.processes
+def test_keep_going_for_a_while_stops_the_others_that_long_after_a_failure(tmp_path):
+    script = tmp_path / "one_fails.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "if os.environ['JAX_PROCESS_ID'] == '1':\n"
+        "    sys.exit(3)\n"
+        "time.sleep(600)\n"
+    )
+    result = launch(
+        [sys.executable, str(script)],
+        num_processes=2,
+        devices_per_process=1,
+        out=io.StringIO(),
+        timeout=120,
+        keep_going=True,
+        keep_going_for=1,
+    )
+    # Stopped by the second after the failure, not by the 120 s timeout, whose reason differs.
+    assert result.returncode == 1
+    stopped = "stopped 1 s after process 1 exited with code 3; still running: process 0"
+    assert result.reason == stopped
+
+
+def test_a_negative_keep_going_for_is_refused():
+    with pytest.raises(ValueError, match="--keep-going-for must be zero or more seconds, got -1"):
+        launch(["true"], num_processes=1, devices_per_process=1, keep_going_for=-1)
+
+
+@pytest.mark.processes
 def test_keep_going_lets_the_others_finish_and_names_every_failure(tmp_path):
     script = tmp_path / "one_fails.py"
     script.write_text(

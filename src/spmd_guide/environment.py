@@ -187,7 +187,7 @@ def kill_python_when(
         )
         deadline = time.monotonic() + timeout
         try:
-            while not frozen_while(process, condition):
+            while not _frozen_while(process, condition):
                 if process.poll() is not None:
                     stdout.seek(0)
                     stderr.seek(0)
@@ -218,7 +218,7 @@ def _child_environment(devices: int | None, env: Mapping[str, str] | None = None
     return child
 
 
-def frozen_while(process: subprocess.Popen[str], condition: Callable[[], bool]) -> bool:
+def _frozen_while(process: subprocess.Popen[str], condition: Callable[[], bool]) -> bool:
     """True with ``process`` left frozen if ``condition`` holds while it is frozen."""
     if process.poll() is not None or not condition():
         return False

@@ -7,8 +7,9 @@ starts ``n`` copies of ``SCRIPT``, each told through the environment how to join
 ``JAX_PROCESS_ID``, plus ``JAX_NUM_CPU_DEVICES`` and CPU collectives over Gloo. Their output is
 forwarded line by line, prefixed with the process id. The launcher fails as soon as any process
 fails (with ``--keep-going``, once every process has ended, as a scheduler that leaves the other
-processes running would), never waits longer than ``--timeout``, and stops every process it
-started on the way out, Ctrl-C included.
+processes running would; with ``--keep-going-for S``, at most S seconds after the first failure),
+never waits longer than ``--timeout``, and stops every process it started on the way out, Ctrl-C
+included.
 """
 
 from __future__ import annotations
@@ -27,12 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from spmd_guide.environment import (
-    cpu_devices_env,
-    environment_without_jax_settings,
-    frozen_while,
-    run_python,
-)
+from spmd_guide.environment import cpu_devices_env, environment_without_jax_settings, run_python
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -81,18 +77,26 @@ def launch(
     timeout: float = DEFAULT_TIMEOUT,
     out: TextIO | None = None,
     keep_going: bool = False,
+    keep_going_for: float | None = None,
 ) -> LaunchResult:
     """Run ``command`` as ``num_processes`` cooperating processes; see the module docstring.
+    With ``keep_going``, a failed process leaves the others running, for at most
+    ``keep_going_for`` seconds if given.
 
     Raises:
-        ValueError: if a count is not positive or the timeout is not positive.
+        ValueError: if a count is not positive, the timeout is not positive, or
+            ``keep_going_for`` is negative.
     """
     _check_arguments(num_processes, devices_per_process, timeout)
+    if keep_going_for is not None and keep_going_for < 0:
+        raise ValueError(f"--keep-going-for must be zero or more seconds, got {keep_going_for}")
     result = LaunchResult(returncode=0, outputs={i: [] for i in range(num_processes)})
     group = _ProcessGroup(result, out or sys.stdout)
     try:
         group.start(command, num_processes, devices_per_process)
-        result.returncode, result.reason = group.wait(timeout, keep_going=keep_going)
+        result.returncode, result.reason = group.wait(
+            timeout, keep_going=keep_going, keep_going_for=keep_going_for
+        )
     except KeyboardInterrupt:
         result.returncode, result.reason = 130, "interrupted"
     finally:
@@ -113,10 +117,7 @@ def launch_and_kill(
 ) -> tuple[LaunchResult, dict[int, float]]:
     """Run ``command`` as :func:`launch` does with ``keep_going``, and kill process ``victim``
     (``SIGKILL``, as a failed machine stops it) the first time ``when(outputs)`` holds, outputs
-    being each process's lines so far. As :func:`~spmd_guide.environment.kill_python_when` does,
-    the victim is frozen when ``when`` holds and ``when`` asked again before the kill, so the
-    other processes, which cannot finish a collective without it, stop where the condition held.
-    Returns the result, whose outputs the launcher did not
+    being each process's lines so far. Returns the result, whose outputs the launcher did not
     print, and the seconds after the kill at which each other process ended (absent: it was
     still running when ``timeout`` passed, counted from the start, and was stopped).
 
@@ -131,21 +132,17 @@ def launch_and_kill(
     ended: dict[int, float] = {}
     try:
         group.start(command, num_processes, devices_per_process)
-        victim_process = group.processes[victim]
-
-        def condition() -> bool:
-            with group.lock:
-                return when(result.outputs)
-
         while True:
-            if frozen_while(victim_process, condition):
+            with group.lock:
+                ready = when(result.outputs)
+            if ready:
                 break
             if any(p.poll() is not None for p in group.processes):
                 raise RuntimeError(f"a process ended before the kill; outputs: {result.outputs}")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the kill's condition never held; outputs: {result.outputs}")
             time.sleep(0.01)
-        victim_process.kill()
+        group.processes[victim].kill()
         killed = time.monotonic()
         others = [i for i in range(num_processes) if i != victim]
         while len(ended) < len(others) and time.monotonic() < deadline:
@@ -204,10 +201,14 @@ class _ProcessGroup:
                 self.result.outputs[process_id].append(line)
                 print(f"[{process_id}] {line}", file=self.out, flush=True)
 
-    def wait(self, timeout: float, *, keep_going: bool = False) -> tuple[int, str]:
+    def wait(
+        self, timeout: float, *, keep_going: bool = False, keep_going_for: float | None = None
+    ) -> tuple[int, str]:
         """Poll until every process succeeds, one fails (with ``keep_going``, every process has
-        ended), or ``timeout`` passes: (code, reason)."""
+        ended, or ``keep_going_for`` seconds have passed since the first failure), or ``timeout``
+        passes: (code, reason)."""
         deadline = time.monotonic() + timeout
+        first_failure: float | None = None
         while True:
             codes = [p.poll() for p in self.processes]
             failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
@@ -215,6 +216,19 @@ class _ProcessGroup:
                 return 1, "; ".join(f"process {i} exited with code {c}" for i, c in failed)
             if all(c == 0 for c in codes):
                 return 0, ""
+            if failed and first_failure is None:
+                first_failure = time.monotonic()
+            if (
+                first_failure is not None
+                and keep_going_for is not None
+                and time.monotonic() > first_failure + keep_going_for
+            ):
+                running = [str(i) for i, c in enumerate(codes) if c is None]
+                i, c = failed[0]
+                return 1, (
+                    f"stopped {keep_going_for:g} s after process {i} exited with code {c}; "
+                    f"still running: process {', '.join(running)}"
+                )
             if time.monotonic() > deadline:
                 running = [str(i) for i, c in enumerate(codes) if c is None]
                 return 1, (
@@ -317,6 +331,12 @@ def main(argv: list[str] | None = None) -> int:
         help="when a process fails, let the others run on until they end (or --timeout)",
     )
     parser.add_argument(
+        "--keep-going-for",
+        type=float,
+        metavar="SECONDS",
+        help="as --keep-going, but stop the others this many seconds after the first failure",
+    )
+    parser.add_argument(
         "--check-agree",
         metavar="PREFIX",
         help="fail unless every process prints the same line starting with PREFIX",
@@ -332,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
             num_processes=args.num_processes,
             devices_per_process=args.devices_per_process,
             timeout=args.timeout,
-            keep_going=args.keep_going,
+            keep_going=args.keep_going or args.keep_going_for is not None,
+            keep_going_for=args.keep_going_for,
         )
     except ValueError as error:
         parser.error(str(error))
