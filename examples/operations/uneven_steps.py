@@ -14,8 +14,9 @@ Three things make such a job tell where it is:
     across processes before the first step, and stops with the processes that differ: the
     processes of one job must run one program);
   * `kill -USR1 PID` makes a process print every thread's Python stack, and go on;
-  * --deadline S makes a process that finishes no step for S seconds print its stacks, and exit
-    2 seconds later: a watchdog re-armed at every step, so a long healthy run is never stopped.
+  * --deadline S makes a process that, once training has started, finishes no step for S
+    seconds print its stacks, and exit 2 seconds later: a watchdog re-armed at every step, so a
+    run of any length is stopped only by a step (or the wait to shut down) longer than S.
 --agree-on-steps is the fix for uneven data: the processes agree on the fewest batches any of
 them holds before they start. --extra-term-on P gives process P's step a different loss (a term
 the others lack), a program that differs without hanging: each process goes on with different
@@ -172,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check_programs and (differing := processes_running_another_program(lowered)):
         say(f"stopping: processes {differing} run another program than this one")
         return 1
-    compiled = lowered.compile()  # before the watchdog, so that no step waits on the compiler
+    compiled = lowered.compile()  # before the watchdog, so that no step waits on this compile
     made_progress()
     for step in range(batches):
         w = compiled(w, global_batch(step))
