@@ -342,7 +342,10 @@ def browser(session: nox.Session) -> None:
     if not (DOCS_BUILD / "html" / "index.html").exists():
         session.error("no built site: run `nox -s docs` first")
     install(session, "browser", project=False)
-    session.run("pytest", "browser_tests", "-p", "no:cacheprovider", "-n", "2", *session.posargs)
+    # The tests that read every page at one width share one reading of the site (survey.py):
+    # loadgroup keeps each width's tests on one worker.
+    spread = ["-n", "2", "--dist", "loadgroup"]
+    session.run("pytest", "browser_tests", "-p", "no:cacheprovider", *spread, *session.posargs)
 
 
 @nox.session(name="copied-pages")

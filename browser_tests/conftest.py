@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import sys
 import threading
 import tomllib
 from pathlib import Path
@@ -28,12 +29,20 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class SiteServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # A tab that moves to the next page drops the downloads it no longer needs.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 @pytest.fixture(scope="session")
 def site_url():
     if not (SITE / "index.html").is_file():
         pytest.exit(f"no built site at {SITE}: run `nox -s docs` first", returncode=2)
     handler = functools.partial(QuietHandler, directory=str(SITE))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = SiteServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
@@ -56,13 +65,13 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def context(browser, site_url):
+def new_context(browser, site_url, width=1280):
+    """A browser context with a ``width`` px window that refuses, and records in its
+    ``outside_requests``, every request off this machine: the site must not need the network."""
     context = browser.new_context(
-        viewport={"width": 1280, "height": 900},
+        viewport={"width": width, "height": 900},
         permissions=["clipboard-read", "clipboard-write"],
     )
-    # The site must not need the network: any request off this machine fails the test.
     outside: list[str] = []
 
     def block(route):
@@ -71,6 +80,12 @@ def context(browser, site_url):
 
     context.route(lambda url: not url.startswith(site_url) and not url.startswith("data:"), block)
     context.outside_requests = outside
+    return context
+
+
+@pytest.fixture
+def context(browser, site_url):
+    context = new_context(browser, site_url)
     yield context
     context.close()
 

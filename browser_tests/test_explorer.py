@@ -4,7 +4,7 @@ input refused on its own field, a shared address, the keyboard, and legibility."
 from __future__ import annotations
 
 import pytest
-from test_layout_and_pictures import _contrast
+from survey import contrast
 
 PAGE = "explorer.html"
 FIELDS = ["preset", "mesh", "types", "op", "param", "chip", "array0", "array1"]
@@ -115,5 +115,5 @@ def test_the_explorer_stays_in_the_column_and_is_legible(context, site_url, widt
     )
     assert found["overflow"] <= 0, found
     assert found["right"] <= width, found
-    assert _contrast(found["label"], found["page"]) >= 4.5, found
+    assert contrast(found["label"], found["page"]) >= 4.5, found
     assert found["labelPixels"] >= 9, found

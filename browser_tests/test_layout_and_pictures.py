@@ -5,77 +5,24 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import content_pages
+from survey import DESKTOP, PICTURES, WIDTHS, at_width, contrast, luminance, rgb, survey
 
-PAGES = [page for page in content_pages() if page != "404.html"]
 PICTURE_PAGES = [
     "getting-started/devices.html",
     "tutorial/sharded-computation.html",
 ]
-WIDTHS = (390, 1024, 1280)
 # A picture's title: "name ...: " then a spec, a sharded type such as float32[4,8@y], or the
 # single device the array lives on.
 TITLE = re.compile(r"^\S[^:]*: .*(\bP\(|PartitionSpec\(|\w+\[[^\]]*@|SingleDeviceSharding)")
 
-# Each picture as the browser lays it out: its tiles' colours, its text, the line printed just
-# before it in the same cell (its title), and whether it stays inside the page's column.
-PICTURES = """
-() => {
-  const column = document.querySelector('article[role=main]').getBoundingClientRect();
-  return [...document.querySelectorAll('pre.sharding-picture')].map(pre => {
-    const box = pre.getBoundingClientRect();
-    const tiles = [...pre.querySelectorAll('span')]
-      .map(s => getComputedStyle(s))
-      .filter(s => s.backgroundColor !== 'rgba(0, 0, 0, 0)')
-      .map(s => [s.color, s.backgroundColor]);
-    const output = pre.closest('.output');
-    const before = output.previousElementSibling;
-    const title = before && before.classList.contains('stream') ? before.innerText.trim() : '';
-    const style = getComputedStyle(pre);
-    return {
-      text: pre.innerText,
-      tiles,
-      title: title.split('\\n').pop(),
-      inside: box.left >= column.left - 1 && box.right <= column.right + 1,
-      scrolls: pre.scrollWidth > pre.clientWidth + 1,
-      background: style.backgroundColor,
-      color: style.color,
-    };
-  });
-}
-"""
 
-
-def _luminance(rgb: tuple[float, ...]) -> float:
-    def channel(c: float) -> float:
-        c /= 255
-        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-
-    r, g, b = (channel(c) for c in rgb[:3])
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
-
-
-def _contrast(a: str, b: str) -> float:
-    la, lb = sorted((_luminance(_rgb(a)), _luminance(_rgb(b))), reverse=True)
-    return (la + 0.05) / (lb + 0.05)
-
-
-def _rgb(css: str) -> tuple[float, ...]:
-    return tuple(float(v) for v in re.findall(r"[\d.]+", css)[:3])
-
-
-@pytest.mark.parametrize("width", WIDTHS)
-def test_no_page_scrolls_sideways(context, site_url, width):
-    tab = context.new_page()
-    tab.set_viewport_size({"width": width, "height": 900})
-    too_wide = {}
-    for page in PAGES:
-        tab.goto(site_url + page, wait_until="load")
-        overflow = tab.evaluate(
-            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-        )
-        if overflow > 0:
-            too_wide[page] = overflow
+@pytest.mark.parametrize("width", [pytest.param(w, marks=at_width(w)) for w in WIDTHS])
+def test_no_page_scrolls_sideways(browser, site_url, width):
+    too_wide = {
+        page: read.overflow
+        for page, read in survey(browser, site_url, width).items()
+        if read.overflow > 0
+    }
     assert too_wide == {}, f"pages wider than a {width} px window, by px: {too_wide}"
 
 
@@ -103,14 +50,14 @@ def test_pictures_are_coloured_labelled_titled_and_inside_the_column(
     assert len(colours) >= 2, colours
 
 
-def test_the_site_has_no_empty_sharding_picture(context, site_url):
-    tab = context.new_page()
-    unlabelled = []
-    for page in PAGES:
-        tab.goto(site_url + page, wait_until="load")
-        for picture in tab.evaluate(PICTURES):
-            if not re.search(r"\b(CPU|GPU|TPU) \d", picture["text"]):
-                unlabelled.append(page)
+@at_width(DESKTOP)
+def test_the_site_has_no_empty_sharding_picture(browser, site_url):
+    unlabelled = [
+        page
+        for page, read in survey(browser, site_url, DESKTOP).items()
+        for picture in read.pictures
+        if not re.search(r"\b(CPU|GPU|TPU) \d", picture["text"])
+    ]
     assert unlabelled == []
 
 
@@ -126,13 +73,13 @@ def test_the_theme_toggle_switches_and_pictures_stay_readable_without_a_light_ca
         page_background = tab.evaluate("getComputedStyle(document.body).backgroundColor")
         seen[theme] = page_background
         for picture in tab.evaluate(PICTURES):
-            assert _contrast(picture["color"], picture["background"]) >= 4.5, (theme, picture)
+            assert contrast(picture["color"], picture["background"]) >= 4.5, (theme, picture)
             for text, background in picture["tiles"]:
-                assert _contrast(text, background) >= 4.5, (theme, text, background)
+                assert contrast(text, background) >= 4.5, (theme, text, background)
             # The picture sits on the page's own background: no bright card in dark mode.
-            assert _rgb(picture["background"]) == _rgb(page_background), (theme, picture)
+            assert rgb(picture["background"]) == rgb(page_background), (theme, picture)
     assert {"light", "dark"} <= set(seen), seen
-    assert _luminance(_rgb(seen["dark"])) < _luminance(_rgb(seen["light"]))
+    assert luminance(seen["dark"]) < luminance(seen["light"])
 
 
 def test_input_cells_have_no_light_border_in_dark_mode(context, site_url):
@@ -143,8 +90,8 @@ def test_input_cells_have_no_light_border_in_dark_mode(context, site_url):
         "getComputedStyle(document.querySelector('div.cell_input')).borderTopColor"
     )
     background = tab.evaluate("getComputedStyle(document.body).backgroundColor")
-    assert _luminance(_rgb(border)) < 0.1, border
-    assert _contrast(border, background) < 2, (border, background)
+    assert luminance(border) < 0.1, border
+    assert contrast(border, background) < 2, (border, background)
 
 
 def test_on_this_page_shows_beside_a_long_page_at_1280_px(context, site_url):

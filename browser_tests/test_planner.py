@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from test_layout_and_pictures import _contrast
+from survey import contrast
 
 PAGE = "guide/planner.html"
 TIMES = "\u00d7"  # the multiplication sign the planner writes
@@ -256,6 +256,6 @@ def test_the_planner_stays_in_the_column_and_is_legible(context, site_url, width
     assert found["overflow"] <= 0, found
     assert found["right"] <= width, found
     # WCAG's minimums: 4.5:1 for text, 3:1 for the bars.
-    assert _contrast(found["typed"], found["field"]) >= 4.5, found
-    assert _contrast(found["text"], found["page"]) >= 4.5, found
-    assert _contrast(found["bar"], found["page"]) >= 3, found
+    assert contrast(found["typed"], found["field"]) >= 4.5, found
+    assert contrast(found["text"], found["page"]) >= 4.5, found
+    assert contrast(found["bar"], found["page"]) >= 3, found

@@ -9,6 +9,8 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
 import pytest
 from conftest import SITE, content_pages
+from survey import DESKTOP, at_width, survey
+from survey import PAGES as SURVEYED
 
 PAGES = content_pages()
 
@@ -27,28 +29,14 @@ def test_the_site_has_the_pages_it_should():
         assert page in PAGES
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p != "404.html"])
-def test_every_page_loads_without_errors_or_missing_files(context, site_url, page):
-    tab = context.new_page()
-    errors: list[str] = []
-    missing: list[str] = []
-    tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    tab.on("pageerror", lambda error: errors.append(str(error)))
-    tab.on(
-        "response",
-        lambda response: (
-            missing.append(f"{response.status} {response.url}")
-            if response.status >= 400 and response.url.startswith(site_url)
-            else None
-        ),
-    )
-    response = tab.goto(site_url + page, wait_until="load")
-    assert response is not None and response.ok
-    tab.wait_for_timeout(150)
-    assert errors == [], errors
-    assert missing == [], missing
-    assert context.outside_requests == [], context.outside_requests
-    tab.close()
+@at_width(DESKTOP)
+@pytest.mark.parametrize("page", SURVEYED)
+def test_every_page_loads_without_errors_or_missing_files(browser, site_url, page):
+    read = survey(browser, site_url, DESKTOP)[page]
+    assert read.status_ok
+    assert read.errors == [], read.errors
+    assert read.missing == [], read.missing
+    assert read.outside == [], read.outside
 
 
 def test_the_copy_button_copies_code_without_prompts_or_outputs(context, site_url):
