@@ -60,7 +60,7 @@ TESTS = (
     "tests/test_operations_examples.py::"
     "test_a_process_short_of_data_hangs_the_job_until_the_deadline_prints_each_stack",
     "tests/test_operations_examples.py::test_mpirun_runs_the_hanging_job_and_its_deadline_stops_it",
-    "tests/test_launch.py::test_a_process_killed_on_a_condition_is_outlived_by_the_others",
+    "tests/test_launch.py::test_a_process_that_fails_part_way_is_outlived_by_the_others",
     "tests/test_launch.py::test_keep_going_for_a_while_stops_the_others_that_long_after_a_failure",
     "tests/test_practice_checker.py::test_a_solution_that_breaks_the_process_fails_clearly",
 )

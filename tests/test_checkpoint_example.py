@@ -145,3 +145,23 @@ def test_a_heartbeat_timeout_under_a_second_is_refused(tmp_path):
     refused = run("--dir", str(tmp_path), "--heartbeat-timeout", "0", devices=8)
     assert refused.returncode == 2
     assert "--heartbeat-timeout must be at least 1 second, got 0" in refused.stderr
+
+
+def test_a_failing_process_dies_after_its_step_with_the_checkpoint_before_it_complete(tmp_path):
+    folder = tmp_path / "run"
+    failed = run("--dir", str(folder), "--steps", "6", "--fail-on", "0", "--fail-at-step", "3",
+                 devices=8)  # fmt: skip
+    assert failed.returncode == -9, failed.stderr  # SIGKILL: no message, no clean-up
+    assert sorted(losses(failed.stdout)) == [1, 2, 3]
+    assert (folder / "2" / "commit_success.txt").is_file()
+    assert "checkpoints kept" not in failed.stdout
+
+
+def test_a_failure_at_a_step_past_the_run_or_on_no_process_is_refused(tmp_path):
+    late = run("--dir", str(tmp_path), "--steps", "4", "--fail-on", "1", "--fail-at-step", "4",
+               devices=8)  # fmt: skip
+    assert late.returncode == 2
+    assert "--fail-at-step must be a step from 1 to 3 (before --steps), got 4" in late.stderr
+    nobody = run("--dir", str(tmp_path), "--fail-on", "1", devices=8)
+    assert nobody.returncode == 2
+    assert "--fail-on 1: the job's processes are 0 to 0" in nobody.stderr

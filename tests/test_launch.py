@@ -175,27 +175,52 @@ def test_keep_going_lets_the_others_finish_and_names_every_failure(tmp_path):
 
 
 @pytest.mark.processes
-def test_a_process_killed_on_a_condition_is_outlived_by_the_others(tmp_path):
-    from spmd_guide.launch import launch_and_kill
+def test_a_process_that_fails_part_way_is_outlived_by_the_others(tmp_path):
+    from spmd_guide.launch import launch_and_lose
 
     script = tmp_path / "counts.py"
     script.write_text(
-        "import os, time\n"
-        "for i in range(40):\n"
+        "import os, signal, time\n"
+        "for i in range(20):\n"
         "    print(os.environ['JAX_PROCESS_ID'], i, flush=True)\n"
+        "    if i == 3 and os.environ['JAX_PROCESS_ID'] == '1':\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
         "    time.sleep(0.05)\n"
     )
-    result, ended = launch_and_kill(
+    result, ended = launch_and_lose(
         [sys.executable, str(script)],
         num_processes=2,
         devices_per_process=1,
         victim=1,
-        when=lambda out: "1 3" in out[1],
         timeout=60,
     )
     assert result.reason == "process 1 exited with code -9"
-    assert result.outputs[0][-1] == "0 39" and "1 39" not in result.outputs[1]
-    assert list(ended) == [0] and ended[0] > 0  # ended on its own, after the kill
+    assert result.outputs[0][-1] == "0 19" and result.outputs[1][-1] == "1 3"
+    assert list(ended) == [0] and ended[0] > 0  # ended on its own, after the loss
+
+
+@pytest.mark.processes
+def test_losing_a_process_says_when_another_ends_first_or_none_ends(tmp_path):
+    from spmd_guide.launch import launch_and_lose
+
+    first_ends = tmp_path / "first_ends.py"
+    first_ends.write_text(
+        "import os, time\nif os.environ['JAX_PROCESS_ID'] == '1':\n    time.sleep(600)\n"
+    )
+    with pytest.raises(RuntimeError, match="a process ended before process 1"):
+        launch_and_lose(
+            [sys.executable, str(first_ends)], num_processes=2, devices_per_process=1, victim=1
+        )
+    never_ends = tmp_path / "never_ends.py"
+    never_ends.write_text("import time\ntime.sleep(600)\n")
+    with pytest.raises(TimeoutError, match="process 0 never ended"):
+        launch_and_lose(
+            [sys.executable, str(never_ends)],
+            num_processes=1,
+            devices_per_process=1,
+            victim=0,
+            timeout=1,
+        )
 
 
 @pytest.mark.processes

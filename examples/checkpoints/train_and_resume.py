@@ -9,7 +9,10 @@ the latest checkpoint is read straight into the layout of the devices this run h
 be fewer or more than the run that saved it, and training continues from the step after it.
 Each save and each restore prints a digest of the whole state, so two runs can be compared.
 A checkpoint is written under a temporary name and renamed when finished, or, with
---commit-file, written in place and marked finished by a file written last.
+--commit-file, written in place and marked finished by a file written last. With --fail-on P,
+process P stops dead after step --fail-at-step, as a process whose machine fails does (SIGKILL:
+no clean-up, no message), once the checkpoints saved before then are complete on disk, so that
+every run loses the process at the same point.
 
 It runs as one process or as several. Started plainly, as above, it runs alone. Started by srun
 (SLURM), mpirun (Open MPI), a TPU pod's or Kubernetes' environment, or the repository's launcher
@@ -73,9 +76,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="seconds after which a silent process is taken for failed, and the job ended "
         "(default 100, JAX's)",
     )
+    parser.add_argument(
+        "--fail-on", type=int, help="this process stops dead (SIGKILL) after --fail-at-step"
+    )
+    parser.add_argument(
+        "--fail-at-step", type=int, default=5, help="the step it stops after (default 5)"
+    )
     args = parser.parse_args(argv)
     if args.steps < 1 or args.save_every < 1:
         parser.error("--steps and --save-every must be at least 1")
+    if args.fail_on is not None and not 1 <= args.fail_at_step < args.steps:
+        parser.error(
+            f"--fail-at-step must be a step from 1 to {args.steps - 1} (before --steps), "
+            f"got {args.fail_at_step}"
+        )
     if args.heartbeat_timeout < 1:
         parser.error(f"--heartbeat-timeout must be at least 1 second, got {args.heartbeat_timeout}")
     return args
@@ -114,6 +128,20 @@ def join_the_job(heartbeat_timeout: int) -> None:
         raise
 
 
+def fail_like_a_machine(folder: epath.Path, saved: int | None) -> None:
+    """End this process at once, as a failed machine ends it (SIGKILL: nothing runs after it),
+    once step ``saved``'s checkpoint is complete: its folder holds the file Orbax writes last."""
+    import signal
+    import time
+
+    deadline = time.monotonic() + 120
+    while saved is not None and not (folder / str(saved) / "commit_success.txt").exists():
+        if time.monotonic() > deadline:
+            sys.exit(f"error: step {saved}'s checkpoint was not complete within 120 s")
+        time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def digest(state) -> str:
     """A short fingerprint of every value in ``state``, the same on any mesh or device count."""
     import jax
@@ -149,6 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     if "JAX_NUM_CPU_DEVICES" not in os.environ:
         jax.config.update("jax_num_cpu_devices", 8)  # used only when the CPU is the platform
     join_the_job(args.heartbeat_timeout)
+    if args.fail_on is not None and not 0 <= args.fail_on < jax.process_count():
+        print(
+            f"error: --fail-on {args.fail_on}: the job's processes are 0 to "
+            f"{jax.process_count() - 1}",
+            file=sys.stderr,
+        )
+        return 2
     devices = jax.devices()  # every process's devices
     if EMBED % len(devices) or BATCH % len(devices):
         print(
@@ -277,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if manager.save(step, args=items):
             log(f"saving step {step}, state digest {digest(nnx.state((model, optimizer)))}")
+        if step == args.fail_at_step and jax.process_index() == args.fail_on:
+            fail_like_a_machine(folder, manager.latest_step())
         if manager.reached_preemption(step):
             # Every process reaches this step before it stops, so the checkpoint is whole.
             log(f"preempted: every process stops after step {step}, saved")

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -106,49 +106,44 @@ def launch(
     return result
 
 
-def launch_and_kill(
+def launch_and_lose(
     command: Sequence[str],
     *,
     num_processes: int,
     devices_per_process: int,
     victim: int,
-    when: Callable[[dict[int, list[str]]], bool],
     timeout: float = DEFAULT_TIMEOUT,
 ) -> tuple[LaunchResult, dict[int, float]]:
-    """Run ``command`` as :func:`launch` does with ``keep_going``, and kill process ``victim``
-    (``SIGKILL``, as a failed machine stops it) the first time ``when(outputs)`` holds, outputs
-    being each process's lines so far. Returns the result, whose outputs the launcher did not
-    print, and the seconds after the kill at which each other process ended (absent: it was
-    still running when ``timeout`` passed, counted from the start, and was stopped).
+    """Run ``command`` as :func:`launch` does with ``keep_going``, for a job that loses process
+    ``victim`` part way: the command makes it fail (as the checkpoint example's ``--fail-on``
+    does), at a point of its own run, so that the loss lands at the same step on every run
+    however busy the machine. Returns the result, whose outputs the launcher did not print, and
+    the seconds after the victim ended at which each other process ended (absent: it was still
+    running when ``timeout`` passed, counted from the start, and was stopped).
 
     Raises:
-        RuntimeError: if a process ends before ``when`` holds; the message holds the outputs.
-        TimeoutError: if ``when`` has not held within ``timeout`` seconds.
+        RuntimeError: if another process ends before the victim; the message holds the outputs.
+        TimeoutError: if the victim has not ended within ``timeout`` seconds.
     """
     _check_arguments(num_processes, devices_per_process, timeout)
     result = LaunchResult(returncode=0, outputs={i: [] for i in range(num_processes)})
     group = _ProcessGroup(result, io.StringIO())
     deadline = time.monotonic() + timeout
     ended: dict[int, float] = {}
+    others = [i for i in range(num_processes) if i != victim]
     try:
         group.start(command, num_processes, devices_per_process)
-        while True:
-            with group.lock:
-                ready = when(result.outputs)
-            if ready:
-                break
-            if any(p.poll() is not None for p in group.processes):
-                raise RuntimeError(f"a process ended before the kill; outputs: {result.outputs}")
+        while group.processes[victim].poll() is None:
+            if any(group.processes[i].poll() is not None for i in others):
+                raise RuntimeError(f"a process ended before process {victim}: {result.outputs}")
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the kill's condition never held; outputs: {result.outputs}")
+                raise TimeoutError(f"process {victim} never ended; outputs: {result.outputs}")
             time.sleep(0.01)
-        group.processes[victim].kill()
-        killed = time.monotonic()
-        others = [i for i in range(num_processes) if i != victim]
+        lost = time.monotonic()
         while len(ended) < len(others) and time.monotonic() < deadline:
             for i in others:
                 if i not in ended and group.processes[i].poll() is not None:
-                    ended[i] = time.monotonic() - killed
+                    ended[i] = time.monotonic() - lost
             time.sleep(0.05)
         result.returncode, result.reason = group.wait(0, keep_going=True)
     finally:
