@@ -139,7 +139,8 @@ def executed_notebook(app: Sphinx, docname: str) -> nbformat.NotebookNode:
         import jupytext
         from jupyter_cache import get_cache
 
-        notebook = jupytext.read(app.env.doc2path(docname))
+        # A pathlib.Path: Sphinx's own path type warns when jupytext compares it with "-".
+        notebook = jupytext.read(Path(app.env.doc2path(docname)))
         try:
             _, notebook = get_cache(app.config.nb_execution_cache_path).merge_match_into_notebook(
                 notebook
