@@ -1,7 +1,7 @@
 """The planner page's compiles, run before any page executes.
 
 The planner page compares its formulas with what the TPU compiler planned for eight training
-steps of models of up to billions of parameters; compiling one takes 35 to 105 s on two cores.
+steps of models of up to billions of parameters; compiling one takes 24 to 49 s on two cores.
 Run inside the page, they would make it the build's one page of minutes on a fresh clone; so
 would its thirty CPU compiles, a few seconds each, beside the other pages. Before the pages are
 read, this extension compiles both, in two processes side by side, which keeps both cores busy

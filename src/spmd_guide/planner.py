@@ -848,8 +848,8 @@ def tpu_positions(drawn: Sequence[Mapping[str, Any]]) -> list[int]:
     """The positions of the drawn configurations the build compiles for :data:`DRAWN_SLICE`:
     the smallest model that has a ZeRO 2 twin (:func:`zero_two_twins`), so that one twin is
     compiled beside its original, and from it as few more as :func:`spanning` picks to exercise
-    every choice the draws do. A TPU compile takes 10 to 25 s on two cores whatever the model's
-    size, so the build compiles few of them."""
+    every choice the draws do. A TPU compile takes 24 to 49 s on two cores, set more by the
+    step's structure than by the model's size, so the build compiles few of them."""
     with_twin = [n for n, c in enumerate(drawn) if zero_two_twins([c])]
     smallest = min(with_twin, key=lambda n: plan(drawn[n])["parameters"])
     return spanning(drawn, start=[smallest])
@@ -875,7 +875,7 @@ def keep_tpu_plans(folder: str | os.PathLike[str]) -> tuple[int, int]:
     """Compile each of :func:`tpu_checks` for its slice, keeping the results in ``folder`` as
     :func:`measure` keeps them, so that the page reads them instead of compiling.
 
-    A TPU compile of one of these steps takes 10 to 25 s on two cores; a refusal, about one.
+    A TPU compile of one of these steps takes 24 to 49 s on two cores; a refusal, about one.
 
     Returns:
         How many programs were compiled now, and how many were already kept.
