@@ -338,7 +338,7 @@ def test_a_bad_course_table_stops_the_build_and_says_what_to_fix(tmp_path, table
         course.load_course(path)
 
 
-def test_reading_time_counts_prose_and_code_shown_not_outputs_or_folded_answers():
+def test_reading_time_counts_prose_code_and_answers_not_outputs_or_folds_to_skip():
     document = new_document("page", frontend.get_default_settings(rst.Parser))
     document += nodes.paragraph(text="one two three four")
     cell = nodes.container(classes=["cell"])
@@ -347,12 +347,17 @@ def test_reading_time_counts_prose_and_code_shown_not_outputs_or_folded_answers(
     )
     cell += nodes.container("", nodes.literal_block(text="a\nb\nc\n"), classes=["cell_output"])
     document += cell
-    answer = nodes.container(design_component="dropdown")
-    answer += nodes.paragraph(text="folded words are not read on the way down")
+    answer = nodes.container("", nodes.rubric(text="Answer"), design_component="dropdown")
+    answer += nodes.paragraph(text="an answer is read")
     document += answer
+    for title in ("Under the hood: the compiled program", "The whole script, to copy"):
+        skipped = nodes.container("", nodes.rubric(text=title), design_component="dropdown")
+        skipped += nodes.literal_block(text="many\nlines\n")
+        skipped += nodes.paragraph(text="words a learner may skip")
+        document += skipped
     minutes, words, code = course.reading_minutes(document)
-    assert (words, code) == (4, 2)
-    assert minutes == pytest.approx(4 / 200 + 2 / 20)
+    assert (words, code) == (4 + 1 + 4, 2)
+    assert minutes == pytest.approx(9 / 140 + 2 / 12)
     assert course.shown_minutes(0.01) == 1 and course.shown_minutes(12.2) == 13
 
 
