@@ -141,6 +141,8 @@ def test_a_long_reference_page_opens_with_a_contents_list(page):
         return
     contents = article.find('class="contents')
     first_section = article.find("<section", article.find("<section") + 1)
+    if first_section < 0:  # one section, under the title: no list to give
+        return
     assert 0 <= contents < first_section, page
 
 
@@ -166,7 +168,7 @@ def _search(context, site_url, term, *, anchors=False):
 TOP_RESULTS = {
     "psum": "patterns/collectives.html",
     "FSDP": "patterns/fsdp.html",
-    "with_sharding_constraint": "tutorial/sharded-computation.html",
+    "with_sharding_constraint": "tutorial/auto-sharding.html",
 }
 
 

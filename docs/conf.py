@@ -104,7 +104,12 @@ page_scripts = {
     "search": ["error-messages.js", "error-search.js"],
 }
 # Where one error is raised in several sections, the page whose section a search lists first.
-error_search_pages = ["troubleshooting", "troubleshooting-processes", "guide/explicit-ops"]
+error_search_pages = [
+    "troubleshooting",
+    "troubleshooting-processes",
+    "guide/explicit-ops",
+    "guide/explicit-ops-edges",
+]
 html_theme_options = {
     "navigation_with_keys": True,
     # "view" is where _templates/components/view-this-page.html offers the downloads.

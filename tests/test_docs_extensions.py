@@ -355,9 +355,17 @@ def test_reading_time_counts_prose_code_and_answers_not_outputs_or_folds_to_skip
         skipped += nodes.literal_block(text="many\nlines\n")
         skipped += nodes.paragraph(text="words a learner may skip")
         document += skipped
+    for prompt, lines in (("Under the hood: compiler readings", 0), ("Show code cell content", 1)):
+        folded_cell = nodes.container(
+            "", nb_element="cell_code", hide_mode="all", prompt_show=prompt, classes=["cell"]
+        )
+        folded_cell += nodes.container(
+            "", nodes.literal_block(text="z = 3\n" * (lines or 5)), classes=["cell_input"]
+        )
+        document += folded_cell
     minutes, words, code = course.reading_minutes(document)
-    assert (words, code) == (4 + 1 + 4, 2)
-    assert minutes == pytest.approx(9 / 140 + 2 / 12)
+    assert (words, code) == (4 + 1 + 4, 2 + 1)
+    assert minutes == pytest.approx(9 / 140 + 3 / 12)
     assert course.shown_minutes(0.01) == 1 and course.shown_minutes(12.2) == 13
 
 

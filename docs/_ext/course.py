@@ -179,6 +179,9 @@ def _skipped(node: nodes.Node) -> bool:
     if node.get("design_component") == "dropdown" or node.tagname in ("dropdown_main", "details"):
         title = node.children[0].astext() if node.children else ""
         return SKIPPED_FOLD.search(title) is not None
+    if node.get("nb_element") == "cell_code" and node.get("hide_mode") == "all":
+        # A folded cell (tag hide-cell): its fold's title is the cell's code_prompt_show.
+        return SKIPPED_FOLD.search(node.get("prompt_show", "")) is not None
     return isinstance(node, (nodes.comment, nodes.raw, nodes.system_message, addnodes.toctree))
 
 
