@@ -53,6 +53,7 @@ extensions = [
     "sitemap",
     "source_downloads",
     "stream_outputs",
+    "term_order",
     "tpu_plans",
 ]
 

@@ -29,6 +29,7 @@ import reading_order  # noqa: E402
 import sharding_pictures  # noqa: E402
 import source_downloads  # noqa: E402
 import stream_outputs  # noqa: E402
+import term_order  # noqa: E402
 
 # The extensions run no JAX.
 pytestmark = pytest.mark.once
@@ -540,3 +541,118 @@ def test_a_new_recorded_gpu_run_executes_the_pages_again(tmp_path, monkeypatch):
     before = execution_cache.execution_fingerprint()
     (tmp_path / "src/spmd_guide/recorded_gpu_runs/another.json").write_text("{}")
     assert execution_cache.execution_fingerprint() != before
+
+
+# -- Terms before use -----------------------------------------------------------------------------
+
+
+def _term_site(tmp_path: Path, pages: dict[str, str], entries: str) -> subprocess.CompletedProcess:
+    """Build a small MyST site whose path is ``pages`` in order, with a glossary of ``entries``,
+    as the docs build runs: warnings are errors."""
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(EXTENSIONS)!r})\n"
+        f"extensions = ['myst_parser', 'term_order']\nterm_order_path = {list(pages)!r}\n"
+    )
+    toctree = "\n".join([*pages, "glossary", "reference"])
+    (source / "index.md").write_text(f"# Home\n\n```{{toctree}}\n{toctree}\n```\n")
+    (source / "glossary.md").write_text(f"# Glossary\n\n```{{glossary}}\n{entries}```\n")
+    # A page off the path may use any term.
+    (source / "reference.md").write_text("# Reference\n\n{term}`varying`, `{V:x}`.\n")
+    for page, text in pages.items():
+        (source / f"{page}.md").write_text(f"({page}-label)=\n# {page}\n\n{text}\n")
+    return subprocess.run(
+        [sys.executable, "-m", "sphinx", "-q", "-W", "-b", "html", source, tmp_path / "html"],
+        capture_output=True,
+        text=True,
+    )
+
+
+GLOSSARY = (
+    "mesh\n  A grid of devices. Taught on {doc}`first`.\n\n"
+    "varying\n  Differs from device to device, `{V:x}`. Taught on\n  {doc}`second`.\n\n"
+    "unreduced\nU\n  Partial sums, `{U:x}`. Taught on {doc}`first`.\n\n"
+)
+
+
+def test_a_term_used_before_the_path_teaches_it_fails_the_build_naming_the_fix(tmp_path):
+    built = _term_site(
+        tmp_path,
+        {"first": "A {term}`mesh`, then a {term}`varying <varying>` value.", "second": "Taught."},
+        GLOSSARY,
+    )
+    assert built.returncode != 0
+    assert (
+        "first links to the term 'varying' with {term}, but the path teaches it later, on second "
+        "(page 2 of the path; this is page 1). Link to {doc}`/second` instead of the glossary"
+    ) in built.stderr
+    assert "mesh" not in built.stderr  # taught on the page itself
+
+
+def test_a_notation_before_its_teaching_page_fails_unless_the_page_links_there(tmp_path):
+    built = _term_site(
+        tmp_path,
+        {
+            "first": "Its type, `float32[2]{U:x, V:x}`, says so.\n\nSee {doc}`second`.",
+            "second": "Taught.",
+        },
+        GLOSSARY,
+    )
+    assert built.returncode != 0
+    assert "first writes `{U:x, V:x}`, the notation for 'varying'," in built.stderr
+    assert "'unreduced'" not in built.stderr  # taught on the page itself
+
+
+@pytest.mark.parametrize(
+    "link", ["{ref}`the next page <second-label>`", "[the next page](second.md)", "{doc}`second`"]
+)
+def test_terms_and_notation_in_path_order_build_without_a_warning(tmp_path, link):
+    built = _term_site(
+        tmp_path,
+        {
+            # A notation with a link to its teaching page in the same paragraph is fine.
+            "first": f"Typed `{{V:x}}` (see {link}); {{term}}`U` here.",
+            "second": "A {term}`varying` value, typed `float32[2]{V:x}`, and a {term}`mesh`.\n\n"
+            "```python\nassert typed == 'float32[2]{V:x}'\n```",
+        },
+        GLOSSARY,
+    )
+    assert built.returncode == 0, built.stderr
+
+
+def test_a_glossary_entry_without_its_teaching_page_on_the_path_fails_the_build(tmp_path):
+    built = _term_site(
+        tmp_path,
+        {"first": "Text.", "second": "Text."},
+        GLOSSARY + "bubble\n  Idle ticks.\n\nstage\n  Layers. Taught on {doc}`reference`.\n",
+    )
+    assert built.returncode != 0
+    assert "the glossary entry 'bubble' names no teaching page" in built.stderr
+    assert (
+        "the glossary entry 'stage' is taught on 'reference', which is not a page of the path"
+    ) in built.stderr
+
+
+def test_each_mark_of_a_type_is_read_as_its_term():
+    assert list(term_order.marks("float32[2]{V:(x,y), U:z} and f32[4]{R:data}, {U_max:x}")) == [
+        ("varying", "{V:(x,y), U:z}"),
+        ("unreduced", "{V:(x,y), U:z}"),
+        ("reduced", "{R:data}"),
+        ("unreduced", "{U_max:x}"),
+    ]
+    assert list(term_order.marks("{'V': 1} or {x: V}")) == []
+
+
+def test_every_glossary_term_is_taught_on_a_page_of_the_path():
+    docs = EXTENSIONS.parent
+    path = {page.doc for page in course.load_course().path}
+    text = (docs / "glossary.md").read_text(encoding="utf-8").split("```{glossary}")[1]
+    blocks = (block.strip("\n") for block in re.split(r"\n\s*\n", text))
+    entries = [block for block in blocks if block.strip("` ") and not block.startswith(":")]
+    taught = [re.search(r"Taught on\s+\{doc\}`([^`]+)`", entry) for entry in entries]
+    assert all(taught), [entry for entry, page in zip(entries, taught, strict=True) if not page]
+    assert {page.group(1) for page in taught} <= path
+    assert {"varying", "unreduced", "reduced"} <= {
+        line for entry in entries for line in entry.splitlines() if line and line[0] != " "
+    }
