@@ -46,6 +46,16 @@ def test_each_configuration_of_the_grid_shows_the_numbers_the_build_checked(cont
         # The configuration's link in the table opens it in the form, through the address.
         tab.locator(f".planner-grid tr[data-config='{name}'] a").click()
         tab.wait_for_function(f"location.hash === '#{row['fragment']}'")
+        # The form redraws after the address changes: wait until it shows this configuration.
+        first_bucket, first_value = next(iter(row["planner"].items()))
+        tab.wait_for_function(
+            "([bucket, value]) => {"
+            " const row = document.querySelector("
+            "`#spmd-planner table[data-planner='memory'] tr[data-bucket='${bucket}']`);"
+            " const shown = row && Number(row.getAttribute('data-bytes'));"
+            " return row !== null && Math.abs(shown - value) <= 1e-12 * value; }",
+            arg=[first_bucket, first_value],
+        )
         for bucket, value in row["planner"].items():
             assert shown_bytes(tab, bucket) == pytest.approx(value, rel=1e-12), (name, bucket)
 
