@@ -117,6 +117,38 @@ FIGURES = """
 """
 
 FIRST_OUTPUT = "document.querySelector('div.cell .cell_output')?.innerText ?? ''"
+# With every fold of the article open: each box whose overflow is hidden and whose content is wider
+# than it (cut), and each box that reaches past the window's right edge with no scrolling frame
+# between it and the article (off the window). A wide table or output that scrolls in its own
+# frame is neither.
+CLIPPED = """
+() => {
+  const article = document.querySelector('article[role=main]');
+  article.querySelectorAll('details').forEach(d => { d.open = true; });
+  const scrollsInside = e => {
+    for (let a = e.parentElement; a && a !== article; a = a.parentElement) {
+      const s = getComputedStyle(a).overflowX;
+      if (s === 'auto' || s === 'scroll') return true;
+    }
+    return false;
+  };
+  const found = [];
+  for (const e of article.querySelectorAll('*')) {
+    const style = getComputedStyle(e);
+    const name = e.tagName.toLowerCase() + [...e.classList].map(c => '.' + c).join('');
+    if ((style.overflowX === 'hidden' || style.overflowX === 'clip')
+        && e.scrollWidth > e.clientWidth + 1) {
+      found.push(`cut: ${name}, ${e.scrollWidth} px of content in ${e.clientWidth}`);
+      continue;
+    }
+    const box = e.getBoundingClientRect();
+    if (box.width > 0 && box.right > window.innerWidth + 1 && !scrollsInside(e)) {
+      found.push(`off the window: ${name}, right edge at ${Math.round(box.right)} px`);
+    }
+  }
+  return found;
+}
+"""
 OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
 
 
@@ -140,6 +172,8 @@ class PageAsRead:
     """Requests off this machine (refused): the site must not need the network."""
     status_ok: bool = True
     """Whether the page itself was served."""
+    clipped: list[str] = field(default_factory=list)
+    """:data:`CLIPPED`, read last, since it opens the page's folds."""
     themed: dict[str, dict] = field(default_factory=dict)
     """:data:`FIGURES` with the theme set to light and to dark (pages of :data:`DRAWN`, at
     :data:`DESKTOP` only)."""
@@ -190,6 +224,7 @@ def survey(browser, site_url: str, width: int) -> dict[str, PageAsRead]:
             for theme in ("light", "dark"):
                 tab.evaluate(f"document.body.dataset.theme = '{theme}'")
                 found.themed[theme] = tab.evaluate(FIGURES)
+        found.clipped = tab.evaluate(CLIPPED)
         read[page] = found
     context.close()
     return read

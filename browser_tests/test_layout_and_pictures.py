@@ -5,7 +5,17 @@ from __future__ import annotations
 import re
 
 import pytest
-from survey import DESKTOP, PICTURES, WIDTHS, at_width, contrast, luminance, rgb, survey
+from survey import (
+    CLIPPED,
+    DESKTOP,
+    PICTURES,
+    WIDTHS,
+    at_width,
+    contrast,
+    luminance,
+    rgb,
+    survey,
+)
 
 PICTURE_PAGES = [
     "getting-started/devices.html",
@@ -24,6 +34,29 @@ def test_no_page_scrolls_sideways(browser, site_url, width):
         if read.overflow > 0
     }
     assert too_wide == {}, f"pages wider than a {width} px window, by px: {too_wide}"
+
+
+@pytest.mark.parametrize("width", [pytest.param(w, marks=at_width(w)) for w in (390, DESKTOP)])
+def test_nothing_is_cut_off_with_every_fold_open(browser, site_url, width):
+    read = survey(browser, site_url, width)
+    clipped = {page: found.clipped for page, found in read.items() if found.clipped}
+    assert clipped == {}, f"at {width} px, give these a scrolling frame or reshape them: {clipped}"
+
+
+def test_the_clipping_reading_finds_a_cut_box_and_a_table_past_the_window(context, site_url):
+    tab = context.new_page()
+    tab.set_viewport_size({"width": 390, "height": 900})
+    tab.goto(site_url + "tutorial/sharded-computation.html")
+    assert tab.evaluate(CLIPPED) == []
+    tab.evaluate(
+        """() => document.querySelector('article[role=main]').insertAdjacentHTML('beforeend',
+          '<div style="overflow: hidden; width: 100px"><div style="width: 500px">cut</div></div>'
+          + '<table><tr><td style="white-space: nowrap">' + 'wide '.repeat(200)
+          + '</td></tr></table>')"""
+    )
+    found = tab.evaluate(CLIPPED)
+    assert any(line.startswith("cut: div") for line in found), found
+    assert any(line.startswith("off the window: table") for line in found), found
 
 
 @pytest.mark.parametrize("width", (390, 1280))
