@@ -35,6 +35,7 @@ extensions = [
     "sphinx_design",
     "notfound.extension",
     "sphinxext.opengraph",
+    "answer_checks",
     "api_signatures",
     "build_info",
     "course",

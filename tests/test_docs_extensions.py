@@ -19,6 +19,7 @@ from sphinx.errors import ConfigError, ExtensionError
 EXTENSIONS = Path(__file__).resolve().parents[1] / "docs" / "_ext"
 sys.path.insert(0, str(EXTENSIONS))
 
+import answer_matching  # noqa: E402
 import api_signatures  # noqa: E402
 import course  # noqa: E402
 import error_search  # noqa: E402
@@ -656,3 +657,41 @@ def test_every_glossary_term_is_taught_on_a_page_of_the_path():
     assert {"varying", "unreduced", "reduced"} <= {
         line for entry in entries for line in entry.splitlines() if line and line[0] != " "
     }
+
+
+@pytest.mark.parametrize(
+    ("stored", "answers"),
+    [
+        ("'float32[8@y]'", ["float32[8@y]"]),
+        ("4096", ["4096"]),
+        ("[\"P('x', None)\", \"P('x')\"]", ["P('x', None)", "P('x')"]),
+        ("all-gather", ["all-gather"]),
+    ],
+)
+def test_a_stored_answer_is_read_from_its_text_form(stored, answers):
+    assert answer_matching.stored_answers(stored) == answers
+
+
+def test_an_empty_stored_answer_is_refused():
+    with pytest.raises(ValueError, match="empty"):
+        answer_matching.stored_answers("''")
+    with pytest.raises(ValueError, match="empty"):
+        answer_matching.stored_answers("[]")
+
+
+@pytest.mark.parametrize(
+    ("given", "answers", "tolerance", "right"),
+    [
+        ("Float32[ 8@y ]", ["float32[8@y]"], 0, True),
+        ("`float32[8@y]`.", ["float32[8@y]"], 0, True),
+        ("float32[8@x]", ["float32[8@y]"], 0, False),
+        ('P("x", None)', ["P('x', None)"], 0, True),
+        ("4,096", ["4096"], 0, True),
+        ("4097", ["4096"], 0, False),
+        ("4097", ["4096"], 0.01, True),
+        ("raises `ShardingTypeError`", ["raises ShardingTypeError"], 0, True),
+        ("all_gather", ["all-gather"], 0, False),
+    ],
+)
+def test_an_answer_matches_by_value_not_by_spelling(given, answers, tolerance, right):
+    assert answer_matching.matches(given, answers, tolerance) is right

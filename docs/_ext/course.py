@@ -185,6 +185,11 @@ def _skipped(node: nodes.Node) -> bool:
     return isinstance(node, (nodes.comment, nodes.raw, nodes.system_message, addnodes.toctree))
 
 
+# The words an answer field adds around its choices and explanation (answer_checks.py writes
+# them): "Your answer", "Check", "Show me the answer".
+ANSWER_FIELD_WORDS = 7
+
+
 def reading_minutes(
     doctree: nodes.Node, link_text: Callable[[addnodes.pending_xref], str | None] | None = None
 ) -> tuple[float, int, int]:
@@ -201,6 +206,8 @@ def reading_minutes(
         if isinstance(node, course_minutes):
             words += 2  # filled in as "N min"
             return
+        if node.tagname == "answer_check":
+            words += ANSWER_FIELD_WORDS
         if isinstance(node, addnodes.pending_xref) and link_text is not None:
             text = link_text(node)
             if text is not None:
