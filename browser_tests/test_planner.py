@@ -123,6 +123,47 @@ def test_the_verdict_stays_in_view_while_any_field_is_edited(browser, site_url, 
         box = tab.locator(".planner-verdict").bounding_box()
         assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 800, (field, box)
         assert "GiB per device" in tab.locator(".planner-status").text_content()
+        # The field being edited is never under the verdict.
+        edited = tab.locator(f"#planner-{field}").bounding_box()
+        overlap = min(edited["y"] + edited["height"], box["y"] + box["height"]) - max(
+            edited["y"], box["y"]
+        )
+        side = min(edited["x"] + edited["width"], box["x"] + box["width"]) - max(
+            edited["x"], box["x"]
+        )
+        assert overlap <= 0 or side <= 0, f"the verdict covers {field} at {width} px"
+    tab.close()
+
+
+def test_the_verdict_says_fit_bytes_step_and_the_one_change_that_saves_most(context, site_url):
+    tab = open_planner(context, site_url)
+    config = tab.evaluate("spmdPlanner.DEFAULTS")
+    answer = tab.evaluate("spmdPlanner.plan(spmdPlanner.DEFAULTS)")
+    change = tab.evaluate("spmdPlanner.suggest(spmdPlanner.DEFAULTS)")
+    status = tab.locator(".planner-status").text_content()
+    assert not answer["fits"] and "does not fit" in status and "GiB per device" in status
+    step = tab.locator(".planner-step")
+    assert float(step.get_attribute("data-seconds")) == answer["stepSeconds"]["overlapped"]
+    assert step.text_content().startswith("Step: at least ")
+    advice = tab.locator(".planner-advice")
+    assert advice.get_attribute("data-field") == change["field"]
+    assert advice.get_attribute("data-value") == str(change["value"])
+    assert tab.locator(f"label[for='planner-{change['field']}']").text_content() in (
+        advice.text_content()
+    )
+    # The button makes the change, and the verdict then judges the changed step.
+    advice.locator("button").click()
+    tab.wait_for_function(
+        "f => document.getElementById('planner-' + f[0]).value === String(f[1])",
+        arg=[change["field"], change["value"]],
+    )
+    assert tab.evaluate("location.hash") == "#" + tab.evaluate(
+        "c => spmdPlanner.fragment(c)", dict(config, **{change["field"]: change["value"]})
+    )
+    expected = "does-not-fit" if not change["fits"] else ("tight", "fits")
+    assert tab.locator(".planner-status").get_attribute("data-verdict") in expected
+    if change["fits"]:
+        assert tab.locator(".planner-advice").text_content() == ""
     tab.close()
 
 
@@ -188,7 +229,10 @@ def test_the_keyboard_reaches_every_field_and_opens_a_formula(context, site_url)
         tab.keyboard.press("Tab")
         reached.append(tab.evaluate("document.activeElement.id"))
     assert reached[-1] == "planner-chip", reached
-    # Then the memory table, which scrolls sideways on a phone, then its first formula.
+    # Then the verdict's button that makes the change it suggests, then the memory table, which
+    # scrolls sideways on a phone, then its first formula.
+    tab.keyboard.press("Tab")
+    assert tab.evaluate("document.activeElement.className") == "planner-apply"
     tab.keyboard.press("Tab")
     assert tab.evaluate("document.activeElement.getAttribute('aria-label')") == (
         "Memory per device, GiB"

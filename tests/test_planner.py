@@ -371,3 +371,55 @@ def test_the_cpu_compiler_still_aborts_on_1f1b_with_bfloat16_gradients():
     finished = run_python("-c", code, json.dumps(config), devices=8, check=False)
     assert finished.returncode != 0
     assert "Invalid binary instruction opcode copy" in finished.stdout + finished.stderr
+
+
+def _single_changes(config):
+    """Every configuration one form setting away from ``config`` with the same model, batch,
+    chip and devices, whatever the planner thinks of it."""
+    choices = {
+        "remat": ["saved", "selective", "full"],
+        "zero": [0, 1, 2, 3],
+        "microbatches": range(1, config["batch"] + 1),
+        "sequence_parallel": [False, True],
+        "schedule": ["gpipe", "1f1b"],
+    }
+    for field, values in choices.items():
+        for value in values:
+            if value != config[field]:
+                yield field, value, dict(config, **{field: value})
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {},
+        {"pipe": 4, "data": 4},
+        {"tensor": 1, "data": 64, "zero": 0},
+        {"layers": 80, "width": 8192, "heads": 64, "mlp": 28672, "chip": "h100"},
+        {"remat": "saved", "zero": 1},
+    ],
+)
+def test_the_verdict_names_the_single_change_that_saves_the_most_memory(change):
+    config = dict(planner.defaults(), **change)
+    asked = planner.plan(config)
+    assert not asked["fits"], "each case is a step that does not fit"
+    suggestion = planner.suggest(config)
+    tried = {}
+    for field, value, changed in _single_changes(config):
+        try:
+            tried[field, value] = planner.plan(changed)["memoryTotal"]
+        except planner.PlannerError:
+            continue
+    best = min(tried.values())
+    assert best < asked["memoryTotal"]
+    assert suggestion is not None and suggestion["memoryTotal"] == best
+    assert tried[suggestion["field"], suggestion["value"]] == best
+    assert suggestion["from"] == config[suggestion["field"]]
+    again = planner.plan(dict(config, **{suggestion["field"]: suggestion["value"]}))
+    assert suggestion["fits"] == again["fits"]
+    assert suggestion["stepSeconds"] == again["stepSeconds"]["overlapped"]
+
+
+def test_a_step_that_fits_needs_no_change():
+    small = dict(planner.defaults(), layers=4, width=1024, heads=8, mlp=4096, seq=1024)
+    assert planner.plan(small)["fits"] and planner.suggest(small) is None

@@ -63,6 +63,14 @@ def plan(config: Mapping[str, Any]) -> dict[str, Any]:
     return answer
 
 
+def suggest(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """For a step that does not fit: the one setting the page's verdict says to change (the
+    change that saves the most memory per device, from the page's own script); None when the
+    step fits or no single change saves any."""
+    suggestion: dict[str, Any] | None = _call("suggestJson", json.dumps(dict(config)))
+    return suggestion
+
+
 def fragment(config: Mapping[str, Any]) -> str:
     """The part of the planner page's address after ``#`` that opens ``config`` in its form."""
     return str(_context().call("spmdPlanner.fragmentJson", json.dumps(dict(config))))

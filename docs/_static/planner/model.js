@@ -312,6 +312,47 @@
     };
   }
 
+  // The settings a reader can change without changing the model, the batch, the chip or the
+  // number of devices: each alternative value of each, in the order a tie is settled.
+  function alternatives(c) {
+    const changes = [];
+    for (const remat of REMAT) if (remat !== c.remat) changes.push(["remat", remat]);
+    for (const zero of [0, 1, 2, 3]) if (zero !== c.zero) changes.push(["zero", zero]);
+    // Every microbatch count that divides each device's share of the batch.
+    const share = c.batch / c.data;
+    for (let m = 1; m * m <= share; m++) {
+      if (share % m !== 0) continue;
+      for (const count of new Set([m, share / m])) if (count !== c.microbatches) changes.push(["microbatches", count]);
+    }
+    changes.push(["sequence_parallel", !c.sequence_parallel]);
+    if (c.pipe > 1) for (const schedule of SCHEDULES) if (schedule !== c.schedule) changes.push(["schedule", schedule]);
+    return changes;
+  }
+
+  // For a step that does not fit: the one setting whose change saves the most memory per device
+  // (the first in alternatives() order on a tie), with what the step then needs; null when the
+  // step fits or no single change saves any.
+  function suggest(config) {
+    const asked = plan(config);
+    if (asked.fits) return null;
+    let best = null;
+    for (const [field, value] of alternatives(asked.config)) {
+      let answer;
+      try {
+        answer = plan({ ...asked.config, [field]: value });
+      } catch {
+        continue;  // a value check() refuses for this configuration
+      }
+      if (best === null || answer.memoryTotal < best.memoryTotal) {
+        best = {
+          field, from: asked.config[field], value, memoryTotal: answer.memoryTotal,
+          fits: answer.fits, stepSeconds: answer.stepSeconds.overlapped,
+        };
+      }
+    }
+    return best !== null && best.memoryTotal < asked.memoryTotal ? best : null;
+  }
+
   // The bandwidth one device has for a collective over a mesh axis.
   function axisBandwidth(chip, size, innerDevices, op) {
     if (chip.kind === "tpu") {
@@ -353,7 +394,8 @@
   }
 
   root.spmdPlanner = {
-    CHIPS, DEFAULTS, DTYPE_BYTES, REMAT, SCHEDULES, plan, check, fragment, planJson,
+    CHIPS, DEFAULTS, DTYPE_BYTES, REMAT, SCHEDULES, plan, check, fragment, planJson, suggest,
+    suggestJson: (text) => JSON.stringify(suggest(JSON.parse(text))),
     fragmentJson: (text) => fragment(JSON.parse(text)),
     defaultsJson: () => JSON.stringify(DEFAULTS),
     chipsJson: () => JSON.stringify(CHIPS),

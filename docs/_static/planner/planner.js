@@ -86,8 +86,13 @@
   const status = el("p", { class: "planner-status", role: "status", "aria-live": "polite" });
   const devices = el("p", { class: "planner-devices" });
   const band = el("p", { class: "planner-band" });
-  const verdict = el("aside", { class: "planner-verdict", "aria-label": "Verdict" }, status, devices, band);
+  const step = el("p", { class: "planner-step" });
+  const advice = el("p", { class: "planner-advice" });
+  const verdict = el("aside", { class: "planner-verdict", "aria-label": "Verdict" }, status, step, advice, devices, band);
   const results = el("div", { class: "planner-results" });
+  new ResizeObserver(() => {
+    document.documentElement.style.setProperty("--planner-verdict-height", `${verdict.offsetHeight + 16}px`);
+  }).observe(verdict);
   mount.replaceChildren(el("div", { class: "planner-layout" }, form, verdict), results);
 
   class FieldError extends Error {
@@ -332,6 +337,51 @@
     }
   }
 
+  const BOUND_NAMES = { compute: "compute", memory: "HBM traffic", communication: "communication" };
+
+  function showStep(answer) {
+    const bound = answer.stepSeconds.overlapped;
+    const by = Object.keys(answer.time).find((key) => answer.time[key].value === bound);
+    step.textContent = `Step: at least ${seconds(bound)}, bound by ${BOUND_NAMES[by]}.`;
+    step.dataset.seconds = String(bound);
+    step.dataset.bound = by;
+  }
+
+  // A setting's value as its field shows it: the option's words, on or off.
+  function shown(field, value) {
+    const input = inputs[field];
+    if (input.type === "checkbox") return value ? "on" : "off";
+    const option = input.tagName === "SELECT" && [...input.options].find((o) => o.value === String(value));
+    return option ? option.textContent.split(":")[0] : String(value);
+  }
+
+  // When the step does not fit: the one change that saves the most memory, and a button that
+  // makes it.
+  function showAdvice(answer) {
+    const change = answer.fits ? null : planner.suggest(answer.config);
+    delete advice.dataset.field;
+    if (answer.fits) {
+      advice.replaceChildren();
+      return;
+    }
+    if (change === null) {
+      advice.textContent = "No single setting saves memory here: change the model, the batch or the devices.";
+      return;
+    }
+    const after = `${gib(change.memoryTotal)} GiB, ${change.fits ? "fits" : "still too big"}; step at least ${seconds(change.stepSeconds)}`;
+    const apply = el("button", { type: "button", class: "planner-apply", text: "Make this change" });
+    apply.addEventListener("click", () => {
+      writeForm(Object.assign(readForm(), { [change.field]: change.value }));
+      update();
+      inputs[change.field].focus();
+    });
+    advice.dataset.field = change.field;
+    advice.dataset.value = String(change.value);
+    advice.replaceChildren(
+      `Saves most: ${labels[change.field]} ${shown(change.field, change.from)} → ` +
+      `${shown(change.field, change.value)} (${after}). `, apply);
+  }
+
   function showDevices(config) {
     const axes = ["pipe", "data", "tensor"].map((key) => Number(config[key]));
     devices.textContent = axes.every((n) => Number.isSafeInteger(n) && n > 0)
@@ -349,6 +399,8 @@
       status.dataset.error = "true";
       delete status.dataset.verdict;
       band.textContent = "";
+      step.textContent = "";
+      advice.replaceChildren();
       markField(error.field, error.message);
       results.classList.add("planner-stale");
       return;
@@ -371,6 +423,8 @@
         `the build checked${chip.kind === "gpu" ? " (none for a GPU)" : ""}: a total of ` +
         `${gib(stored + transient * measured.low)} to ${gib(atHigh)} GiB.`
       : "";
+    showStep(answer);
+    showAdvice(answer);
     showDevices(answer.config);
     inputs.schedule.disabled = answer.config.pipe === 1;
     results.classList.remove("planner-stale");
