@@ -51,12 +51,13 @@ PICTURES = """
       scrolls: pre.scrollWidth > pre.clientWidth + 1,
       background: style.backgroundColor,
       color: style.color,
+      fontSize: parseFloat(style.fontSize),
     };
   });
 }
 """
 
-FIGURES = """
+FIGURES = r"""
 () => {
   const column = document.querySelector('article[role=main]').getBoundingClientRect();
   const ids = [...document.querySelectorAll('[id]')].map(e => e.id);
@@ -105,6 +106,12 @@ FIGURES = """
         // Coloured boxes that carry no label and whose colour no legend entry shows.
         unexplained: [...svg.querySelectorAll('g[id*="-mark-"][id$="-plain"] > path')]
           .map(colour).filter(c => !keys.has(c)),
+        // Each unlabelled box's and legend entry's colour and pattern (figures.PATTERNS).
+        patterned: [...svg.querySelectorAll('g[id*="-mark-"][id$="-plain"], g[id*="-key-"]')]
+          .map(g => [
+            colour(g.querySelector('path')),
+            g.id.match(/-(?:mark|key)-\d+-(\w+?)(?:-plain)?$/)[1],
+          ]),
         // Coloured shapes outside any box, legend entry or label: a colour nothing explains.
         stray: painted.filter(e => !themed(e) && !inLabel(e)
           && !e.closest('g[id*="-mark-"], g[id*="-key-"]')

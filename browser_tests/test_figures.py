@@ -70,6 +70,22 @@ def test_colour_is_never_all_that_tells_a_figures_marks_apart(browser, site_url)
 
 
 @at_width(DESKTOP)
+def test_boxes_that_differ_in_colour_alone_differ_in_pattern_too(browser, site_url):
+    """Read from each figure's own boxes: two unlabelled boxes (or legend entries) of different
+    colours never share a pattern, so matching a box to its legend never needs colour vision."""
+    problems = []
+    for page, read in survey(browser, site_url, DESKTOP).items():
+        for figure in read.figures["figures"]:
+            colours_of: dict[str, set[str]] = {}
+            for colour, pattern in figure["patterned"]:
+                colours_of.setdefault(pattern, set()).add(colour)
+            shared = {p: sorted(c) for p, c in colours_of.items() if len(c) > 1}
+            if shared:
+                problems.append((page, figure["id"], shared))
+    assert problems == []
+
+
+@at_width(DESKTOP)
 def test_every_page_of_the_guides_and_patterns_draws_a_figure(browser, site_url):
     assert len(DRAWN) >= 16 and set(DRAWN) <= set(PAGES)
     read = survey(browser, site_url, DESKTOP)
@@ -130,3 +146,44 @@ def test_figures_follow_a_system_dark_scheme(context, site_url):
     # The page is dark, and the figures' ink has the contrast on it that only light ink has.
     assert luminance(found["page"]) < 0.1, found["page"]
     assert found["figures"] and _illegible(found, "system dark") == []
+
+
+def _palette() -> set[str]:
+    """The site's palette as the browser writes colours, from the stylesheet the build made of
+    spmd_guide.figures.DEVICE_COLOURS."""
+    import re
+
+    from conftest import SITE
+
+    css = (SITE / "_static" / "palette.css").read_text()
+    colours = re.findall(r"--spmd-device-\d+: #([0-9a-f]{6});", css)
+    assert len(colours) == 8, css
+    return {f"rgb({int(c[0:2], 16)}, {int(c[2:4], 16)}, {int(c[4:6], 16)})" for c in colours}
+
+
+@at_width(DESKTOP)
+def test_one_palette_paints_the_figures_the_sharding_pictures_the_planner_and_the_explorer(
+    browser, site_url
+):
+    palette = _palette()
+    outside = set()
+    for page, read in survey(browser, site_url, DESKTOP).items():
+        for figure in read.figures["figures"]:
+            outside |= {(page, figure["id"], c) for c in figure["shapes"] if c not in palette}
+        for picture in read.pictures:
+            outside |= {(page, "picture", bg) for _, bg in picture["tiles"] if bg not in palette}
+    assert outside == set()
+    tab = browser.new_page()
+    tab.goto(f"{site_url}guide/planner.html", wait_until="load")
+    tab.wait_for_selector(".planner-bar")
+    bars = tab.eval_on_selector_all(
+        ".planner-bar", "bars => bars.map(b => getComputedStyle(b).backgroundColor)"
+    )
+    assert bars and set(bars) <= palette, bars
+    tab.goto(f"{site_url}explorer.html", wait_until="load")
+    tab.wait_for_selector(".explorer-block")
+    blocks = tab.eval_on_selector_all(
+        ".explorer-block", "blocks => blocks.map(b => getComputedStyle(b).fill)"
+    )
+    assert blocks and set(blocks) <= palette, blocks
+    tab.close()

@@ -83,6 +83,17 @@ def test_pictures_are_coloured_labelled_titled_and_inside_the_column(
     assert len(colours) >= 2, colours
 
 
+@at_width(390)
+def test_every_sharding_pictures_text_is_at_least_9_px_on_a_phone(browser, site_url):
+    small = [
+        (page, picture["title"], picture["fontSize"])
+        for page, read in survey(browser, site_url, 390).items()
+        for picture in read.pictures
+        if picture["fontSize"] < 9
+    ]
+    assert small == []
+
+
 @at_width(DESKTOP)
 def test_the_site_has_no_empty_sharding_picture(browser, site_url):
     unlabelled = [

@@ -1,4 +1,4 @@
-"""The questions of "Check your understanding": answered in a field or a choice, checked on the page.
+"""The questions of "Check your understanding": answered in a field or a choice, checked there.
 
 Every question of every page is tried on a phone and a desktop with the keyboard alone: a wrong
 answer is told wrong and reveals nothing; the right one (read from the value the build stored,
@@ -16,7 +16,7 @@ from conftest import SITE, content_pages, new_context
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "_ext"))
 
-import answer_matching  # noqa: E402
+import answer_matching
 
 QUESTION_PAGES = [
     page for page in content_pages() if 'class="answer-check"' in (SITE / page).read_text()

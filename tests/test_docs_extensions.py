@@ -16,6 +16,8 @@ from docutils.parsers import rst
 from docutils.utils import new_document
 from sphinx.errors import ConfigError, ExtensionError
 
+from spmd_guide.figures import DEVICE_COLOURS
+
 EXTENSIONS = Path(__file__).resolve().parents[1] / "docs" / "_ext"
 sys.path.insert(0, str(EXTENSIONS))
 
@@ -188,17 +190,27 @@ def test_every_tile_colour_gets_text_of_at_least_aa_contrast():
     assert sharding_pictures.legible_text_colour("#9c9ede") == "#000000"
 
 
-def test_a_rich_picture_is_restyled_for_the_site():
+def test_a_rich_picture_is_restyled_in_the_sites_palette():
+    tile = (
+        '<span style="color: #ffffff; text-decoration-color: #ffffff; '
+        'background-color: {}">  CPU {}  </span>'
+    )
     picture = (
         '<pre style="white-space:pre;overflow-x:auto;line-height:normal;font-family:Menlo">'
-        '<span style="color: #ffffff; text-decoration-color: #ffffff; '
-        'background-color: #9c9ede">  CPU 0  </span>\n</pre>'
+        + tile.format("#9c9ede", 0)
+        + tile.format("#393b79", 1)
+        + tile.format("#9c9ede", 0)
+        + "\n</pre>"
     )
     restyled = sharding_pictures.restyle(picture)
-    assert restyled.startswith('<pre class="sharding-picture" style="--columns: 9">')
-    assert re.search(r"(?<![-\w])color: #000000", restyled)
-    assert "text-decoration-color: #000000" in restyled
-    assert "background-color: #9c9ede" in restyled
+    assert restyled.startswith('<pre class="sharding-picture" style="--columns: 27">')
+    # matplotlib's colours become the palette's, in the order they first appear, the same
+    # colour for the same tile; each tile's text in the ink that reads best on its new colour.
+    backgrounds = re.findall(r"background-color: (#\w{6})", restyled)
+    assert backgrounds == [DEVICE_COLOURS[0], DEVICE_COLOURS[1], DEVICE_COLOURS[0]]
+    inks = re.findall(r"(?<![-\w])color: (#\w{6})", restyled)
+    assert inks == [sharding_pictures.legible_text_colour(b) for b in backgrounds]
+    assert re.findall(r"text-decoration-color: (#\w{6})", restyled) == inks
 
 
 def test_a_dataclass_factory_default_reads_as_its_value():

@@ -124,7 +124,7 @@ def test_a_grid_paints_and_labels_each_mark_and_names_each_row():
     # The hatched mark is drawn as a pattern in its colour, not as a fill.
     assert "<pattern" in drawn.svg and figures.DEVICE_COLOURS[1] in drawn.svg
     # Each box carries its label, in an ink that reads on its colour (or on the page's colour).
-    assert len(re.findall(r'id="schedule-mark-\d+-labelled"', drawn.svg)) == 3
+    assert len(re.findall(r'id="schedule-mark-\d+-\w+-labelled"', drawn.svg)) == 3
     on = re.findall(r'id="schedule-label-\d+-on-(\w+)"', drawn.svg)
     assert sorted(on) == sorted(
         [figures.DEVICE_COLOURS[0][1:], "page", figures.DEVICE_COLOURS[2][1:]]
@@ -141,7 +141,11 @@ def test_a_grid_box_needs_a_label_or_a_legend_entry():
     drawn = figures.grid(
         "colours", "keyed", rows, row_labels=["a"], column_title="step", legend=legend
     )
-    assert len(re.findall(r'id="colours-key-\d+"', drawn.svg)) == 2
+    assert len(re.findall(r'id="colours-key-\d+-\w+"', drawn.svg)) == 2
+    # The two colours differ by pattern too, in the boxes and in the legend that keys them.
+    assert sorted(re.findall(r'id="colours-mark-\d+-(\w+)-plain"', drawn.svg)) == ["p0", "p1"]
+    assert sorted(re.findall(r'id="colours-key-\d+-(\w+)"', drawn.svg)) == ["p0", "p1"]
+    assert len(re.findall(r'id="colours-pattern-\d+"', drawn.svg)) == 4
 
 
 def test_a_long_schedule_wraps_into_bands_of_legible_boxes():
@@ -150,7 +154,7 @@ def test_a_long_schedule_wraps_into_bands_of_legible_boxes():
         "long", "long", rows, row_labels=["stage 0", "stage 1"], column_title="tick"
     )
     # Every one of the 96 boxes keeps its number, in bands that say which columns they show.
-    assert len(re.findall(r'id="long-mark-\d+-labelled"', drawn.svg)) == 96
+    assert len(re.findall(r'id="long-mark-\d+-\w+-labelled"', drawn.svg)) == 96
     assert "(1\u201324)" in drawn.alt or "<!-- tick (1\u201324) -->" in drawn.svg
 
 
@@ -232,7 +236,7 @@ def test_a_mesh_joins_neighbours_solid_within_a_group_and_dashed_across():
     assert {figures.DEVICE_COLOURS[0], figures.DEVICE_COLOURS[1]} <= _fills(drawn.svg)
     assert "stroke-dasharray" in drawn.svg
     # Each device is numbered in its box, and a legend says what its colour means.
-    assert len(re.findall(r'id="hybrid-mark-\d+-labelled"', drawn.svg)) == 4
+    assert len(re.findall(r'id="hybrid-mark-\d+-\w+-labelled"', drawn.svg)) == 4
     assert "<!-- group 1 -->" in drawn.svg
     with pytest.raises(ValueError, match=r"devices \[3\] have no group"):
         figures.mesh(

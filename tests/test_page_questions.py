@@ -3,8 +3,9 @@
 A page's last section is "Check your understanding": two to four numbered questions, each with an
 answer field (the ``answer`` directive of ``docs/_ext/answer_checks.py``), at least one of them a
 prediction (``:predict:``), then at least one hidden cell (``remove-cell``) that computes the
-answers, asserts them and stores each one (``glue``) under the name its field gives. The pages are those the course table (docs/course.toml) puts on the
-path, less the practice index, which is all questions.
+answers, asserts them and stores each one (``glue``) under the name its field gives. The pages
+are those the course table (docs/course.toml) puts on the path, less the practice index, which
+is all questions.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ pytestmark = pytest.mark.once
 HEADING = "## Check your understanding"
 PAGES = [page.doc for page in course.load_course().path if page.doc != "problems/index"]
 _SECTION = re.compile(r"^## .*$", re.M)
-_ANSWER = re.compile(r"^\s*:::\{answer\} (?P<key>\S+)\s*\n(?P<options>(?:\s*:[a-z]+:.*\n)*)", re.M)
+_ANSWER = re.compile(
+    r"^[ \t]*:::\{answer\} (?P<key>\S+)[ \t]*\n(?P<options>(?:[ \t]*:[a-z]+:.*\n)*)", re.M
+)
 _QUESTION = re.compile(r"^\d+\. \S", re.M)
 _HIDDEN_CELL = re.compile(
     r"^```\{code-cell\}[^\n]*\n:tags: \[remove-cell\]\n(?P<code>.*?)^```", re.M | re.S

@@ -35,16 +35,15 @@ outside a numbered question is a warning, which fails the build (it runs with ``
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
+from answer_matching import matches, stored_answers
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.writers.html5 import HTML5Translator
-
-from answer_matching import matches, stored_answers
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +65,7 @@ class answer_explanation(nodes.General, nodes.Element):
 class AnswerDirective(SphinxDirective):
     required_arguments = 1
     has_content = True
-    option_spec = {
+    option_spec: ClassVar[dict[str, Any]] = {
         "choices": directives.unchanged_required,
         "predict": directives.flag,
         "example": directives.unchanged_required,
@@ -153,17 +152,21 @@ def visit_answer_check_html(self: HTML5Translator, node: answer_check) -> None:
         + (' data-predict="true"' if node["predict"] else "")
         + ">\n"
         # The form stays hidden until the script runs: without it, the fold below is the answer.
-        + f'<form class="answer-check-form" hidden aria-label="Your answer to this question">\n'
+        + '<form class="answer-check-form" hidden aria-label="Your answer to this question">\n'
     )
     if node["choices"]:
-        self.body.append('<fieldset><legend>Your answer</legend>\n')
+        self.body.append("<fieldset><legend>Your answer</legend>\n")
     else:
         placeholder = _attribute(node["example"])
         self.body.append(
             f'<label for="{name}-input">Your answer</label> '
             f'<input id="{name}-input" type="text" autocomplete="off" autocapitalize="off" '
             f'spellcheck="false" placeholder="{placeholder}">'
-            + (f' <span class="answer-check-unit">{_attribute(node["unit"])}</span>' if node["unit"] else "")
+            + (
+                f' <span class="answer-check-unit">{_attribute(node["unit"])}</span>'
+                if node["unit"]
+                else ""
+            )
             + "\n"
         )
 

@@ -7,9 +7,11 @@ text. This transform, run when a page is read:
 - swaps the inline style of the ``<pre>`` for the class ``sharding-picture`` and the width of
   its widest line, so the site's stylesheet decides its font size (small enough to fit a
   phone), its overflow (it scrolls inside its own box) and its colours in dark mode;
-- gives each tile the text colour, black or white, with the higher WCAG contrast against the
-  tile. JAX picks it by a brightness threshold, which leaves white text on its lighter tiles
-  (2.5:1 on ``#9c9ede``, where black gives 8.4:1);
+- paints the tiles in the site's one palette (``spmd_guide.figures.DEVICE_COLOURS``, in the
+  order the picture's colours first appear) instead of matplotlib's, and gives each tile the
+  text colour, black or white, with the higher WCAG contrast against the tile (JAX picks it
+  by a brightness threshold, which leaves white text on its lighter tiles: 2.5:1 on
+  ``#9c9ede``, where black gives 8.4:1);
 - fails the build on a picture with no device label in it, which says nothing to a reader.
 """
 
@@ -17,11 +19,14 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.transforms import SphinxTransform
+
+from spmd_guide.figures import DEVICE_COLOURS
 
 RICH_PRE = re.compile(r'^<pre style="white-space:pre;overflow-x:auto;[^"]*">')
 TILE_STYLE = re.compile(r'style="([^"]*background-color: (#[0-9a-fA-F]{6})[^"]*)"')
@@ -46,10 +51,14 @@ def legible_text_colour(background: str) -> str:
     return "#000000" if on_black >= on_white else "#ffffff"
 
 
-def _recolour(match: re.Match) -> str:
+def _recolour(match: re.Match, palette: dict[str, str]) -> str:
     style, background = match.group(1), match.group(2)
-    text = legible_text_colour(background)
-    # `color` and `text-decoration-color` both follow the text; the background stays.
+    ours = palette.setdefault(
+        background.lower(), DEVICE_COLOURS[len(palette) % len(DEVICE_COLOURS)]
+    )
+    style = style.replace(background, ours)
+    text = legible_text_colour(ours)
+    # `color` and `text-decoration-color` both follow the text.
     style = TEXT_COLOUR.sub(rf"\1: {text}", style)
     return f'style="{style}"'
 
@@ -61,7 +70,8 @@ def restyle(picture: str) -> str:
     picture = RICH_PRE.sub(
         f'<pre class="sharding-picture" style="--columns: {columns}">', picture, count=1
     )
-    return TILE_STYLE.sub(_recolour, picture)
+    palette: dict[str, str] = {}
+    return TILE_STYLE.sub(lambda match: _recolour(match, palette), picture)
 
 
 class ShardingPictures(SphinxTransform):
@@ -81,6 +91,18 @@ class ShardingPictures(SphinxTransform):
             node.children = [nodes.Text(restyle(html))]
 
 
+def _palette_stylesheet(app: Sphinx) -> None:
+    """The palette as CSS variables, ``--spmd-device-0`` to ``-7``, for what the site's scripts
+    draw (the planner's bars, the explorer's blocks): one palette across the site, stated once."""
+    folder = Path(app.doctreedir).parent / "palette"
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = "".join(f"  --spmd-device-{k}: {c};\n" for k, c in enumerate(DEVICE_COLOURS))
+    (folder / "palette.css").write_text(f":root {{\n{lines}}}\n", encoding="utf-8")
+    app.config.html_static_path.append(str(folder))
+    app.add_css_file("palette.css")
+
+
 def setup(app: Sphinx) -> dict:
     app.add_transform(ShardingPictures)
+    app.connect("builder-inited", _palette_stylesheet)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -56,6 +56,11 @@ DEVICE_COLOURS = (
 """One colour per device, each with a contrast of at least 3 to 1 against both the light and
 the dark page."""
 
+PATTERNS = ("////", "\\\\\\\\", "xxxx", "....", "----", "||||", "++++", "oo")
+"""One hatch per device colour, drawn over a box that carries no label of its own and over its
+legend entry: boxes whose colours differ differ in pattern too, so a reader who cannot tell the
+colours apart can still match a box to its legend."""
+
 WIDTH_INCHES = 3.7
 """The widest a figure is drawn, so that it fits a phone's 390 px column at its natural size."""
 _WIDEST_POINTS = (WIDTH_INCHES + 0.25) * 72
@@ -226,15 +231,24 @@ def _box(
 ) -> bool:
     """Paint a box, with its label inside where it fits; returns whether it is labelled.
 
-    In the SVG each box is a group whose id says what reads it: ``key-N`` for a legend's
-    swatch, ``mark-N-labelled`` for a box that carries its label (or is part of one that does:
-    ``labelled_by``), ``mark-N-plain`` for one that a legend must explain. A label's group is
+    In the SVG each box is a group whose id says what reads it: ``key-N-P`` for a legend's
+    swatch, ``mark-N-P-labelled`` for a box that carries its label (or is part of one that does:
+    ``labelled_by``), ``mark-N-P-plain`` for one that a legend must explain; ``P`` names its
+    pattern (``pK`` for ``PATTERNS[K]`` over the colour, ``h`` for a hatched box, ``pn`` for
+    none), drawn in a group of its own, ``pattern-N``. A label's group is
     ``label-N-on-RRGGBB`` (or ``-on-page`` on the page's colour), so that a test can measure the
     label's contrast against what is behind it."""
     n = next(_IDS)
     colour = _fill(mark)
     labelled = bool(labelled_by) or _label_fits(mark.label, width, height)
-    gid = f"key-{n}" if key else f"mark-{n}-{'labelled' if labelled else 'plain'}"
+    # A solid box in a device's colour that no label names also carries its colour's pattern.
+    hatch = None
+    if not labelled and not mark.hatched and mark.colour is not None:
+        hatch = mark.colour % len(PATTERNS)
+    pattern = f"p{hatch}" if hatch is not None else "h" if mark.hatched else "pn"
+    gid = (
+        f"key-{n}-{pattern}" if key else f"mark-{n}-{pattern}-{'labelled' if labelled else 'plain'}"
+    )
     if mark.hatched:
         axes.add_patch(
             Rectangle(
@@ -250,6 +264,20 @@ def _box(
         )
     else:
         axes.add_patch(Rectangle((left, top), width, height, color=colour, lw=0, gid=gid))
+    if hatch is not None:
+        axes.add_patch(
+            Rectangle(
+                (left, top),
+                width,
+                height,
+                facecolor="none",
+                edgecolor="none",
+                hatch=PATTERNS[hatch],
+                hatchcolor=label_ink(colour),
+                lw=0,
+                gid=f"pattern-{n}",
+            )
+        )
     if labelled and not labelled_by:
         _label(
             axes,

@@ -131,8 +131,9 @@
       : op.kind === "reshard" ? specText(op.spec) : op.out_spec ? specText(op.out_spec) : "";
   }
 
-  // A 2D picture of an array's blocks: each block a rectangle labelled with the devices that
-  // hold it, so the numbers, not colours, say who holds what.
+  // A 2D picture of an array's blocks: each block a rectangle in a tint of its first holder's
+  // colour (the site's palette), labelled with the devices that hold it, so the numbers, not
+  // colours, say who holds what.
   function picture(title, shape, blocks) {
     const rows = shape.length ? shape[0] : 1, cols = shape.length > 1 ? shape[1] : 1;
     const width = 300, height = Math.max(60, Math.min(220, (300 * rows) / cols));
@@ -147,13 +148,12 @@
       holders.get(key).push(device);
     });
     const described = [];
-    let shade = 0;
     for (const [key, devices] of holders) {
       const [[r0, r1], [c0, c1]] = JSON.parse(key);
       const rect = document.createElementNS(svg.namespaceURI, "rect");
       const x = (c0 / cols) * width, y = (r0 / rows) * height;
       const w = ((c1 - c0) / cols) * width, h = ((r1 - r0) / rows) * height;
-      Object.entries({ x, y, width: w, height: h, class: `explorer-block explorer-shade-${shade++ % 4}` })
+      Object.entries({ x, y, width: w, height: h, class: `explorer-block explorer-device-${devices[0] % 8}` })
         .forEach(([k, v]) => rect.setAttribute(k, v));
       svg.append(rect);
       const label = document.createElementNS(svg.namespaceURI, "text");
