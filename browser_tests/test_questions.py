@@ -70,13 +70,14 @@ def test_a_wrong_answer_reveals_nothing_and_the_right_one_opens_the_explanation(
         where = f"{page_path} question {n + 1} at {width} px"
         answers = json.loads(question.get_attribute("data-answers"))
         tolerance = float(question.get_attribute("data-tolerance"))
+        unit = question.get_attribute("data-unit") or ""
         form = question.locator(".answer-check-form")
         assert form.is_visible(), f"{where}: the answer field is not shown"
         assert not _explanation_open(question), f"{where}: the explanation starts open"
         radios = question.locator("input[type=radio]")
         choices = [radios.nth(i).get_attribute("value") for i in range(radios.count())]
         if choices:
-            right = [c for c in choices if answer_matching.matches(c, answers, tolerance)]
+            right = [c for c in choices if answer_matching.matches(c, answers, tolerance, unit)]
             assert len(right) == 1, f"{where}: {choices} against {answers}"
             wrong, right_value = next(c for c in choices if c not in right), right[0]
         else:
@@ -131,7 +132,16 @@ CASES = [
     ("1.01", ["1.0"]),
     ("nan", ["nan"]),
     ("", ["x"]),
+    ("[64, 96]", ["(64, 96)"]),
+    ("64\u00d796", ["(64, 96)"]),
+    ("64x96", ["64, 96"]),
+    ("64096", ["64, 96"]),
+    ("11%", ["11.11"]),
+    ("20 MiB", ["20"]),
+    ("135,360 bytes", ["135360"]),
+    ("17, 21, 25, 29", ["17, 21, 25, 29"]),
 ]
+UNITS = {"20 MiB": "MiB", "135,360 bytes": "bytes"}
 
 
 def test_the_page_script_matches_answers_by_the_builds_rule(context, site_url):
@@ -139,10 +149,12 @@ def test_the_page_script_matches_answers_by_the_builds_rule(context, site_url):
     page.goto(site_url + QUESTION_PAGES[0])
     for given, answers in CASES:
         for tolerance in (0.0, 0.02):
+            unit = UNITS.get(given, "")
             in_page = page.evaluate(
-                "([g, a, t]) => answerChecks.matches(g, a, t)", [given, answers, tolerance]
+                "([g, a, t, u]) => answerChecks.matches(g, a, t, u)",
+                [given, answers, tolerance, unit],
             )
-            assert in_page == answer_matching.matches(given, answers, tolerance), (
+            assert in_page == answer_matching.matches(given, answers, tolerance, unit), (
                 given,
                 answers,
                 tolerance,

@@ -12,7 +12,9 @@ MyST tooling. A MyST notebook cell is
 with its options either as ``:key: value`` lines or as a ``---`` YAML block. A cell is left
 out when the reader cannot see its code (``remove-cell``, ``remove-input``), sees it folded
 away (``hide-*``), or when it raises on purpose (``raises-exception``): what a reader copies
-and runs top to bottom is everything else.
+and runs top to bottom is everything else. One fold is copied all the same: a folded cell
+whose fold offers its code "to copy" (``code_prompt_show`` says so), such as a page's set-up
+repeated from the pages before it, folded so as not to be read twice.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from pathlib import Path
 
 LEFT_OUT_TAGS = ("remove-cell", "remove-input", "raises-exception")
 LEFT_OUT_TAG_PREFIXES = ("hide-",)
+# A folded cell whose fold's title offers its code to copy: folded away from reading, not copying.
+_TO_COPY = re.compile(r"^\s*code_prompt_show:.*\bto copy\b", re.M | re.I)
 
 _CELL = re.compile(
     r"^(?P<fence>`{3,})\{code-cell\}[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.M | re.S
@@ -42,8 +46,8 @@ def _split_options(body: str) -> tuple[str, str]:
     return "\n".join(options), "\n".join(lines)
 
 
-def cells(page: Path) -> list[tuple[list[str], str]]:
-    """Every code cell of ``page`` as (tags, code)."""
+def _read(page: Path) -> list[tuple[list[str], str, str]]:
+    """Every code cell of ``page`` as (tags, options, code)."""
     found = []
     for match in _CELL.finditer(page.read_text(encoding="utf-8")):
         options, code = _split_options(match["body"])
@@ -53,17 +57,28 @@ def cells(page: Path) -> list[tuple[list[str], str]]:
             tags = [
                 tag.strip().strip("'\"") for tag in tags_match["tags"].split(",") if tag.strip()
             ]
-        found.append((tags, code.strip("\n")))
+        found.append((tags, options, code.strip("\n")))
     return found
 
 
-def is_visible(tags: list[str]) -> bool:
-    return not any(tag in LEFT_OUT_TAGS or tag.startswith(LEFT_OUT_TAG_PREFIXES) for tag in tags)
+def cells(page: Path) -> list[tuple[list[str], str]]:
+    """Every code cell of ``page`` as (tags, code)."""
+    return [(tags, code) for tags, _, code in _read(page)]
+
+
+def is_visible(tags: list[str], options: str = "") -> bool:
+    """Whether a reader copies a cell with these tags (and these options, for a folded cell)."""
+    if any(tag in LEFT_OUT_TAGS for tag in tags):
+        return False
+    folded = any(tag.startswith(LEFT_OUT_TAG_PREFIXES) for tag in tags)
+    return not folded or _TO_COPY.search(options) is not None
 
 
 def visible_cells(page: Path) -> list[str]:
     """The code of each cell a reader sees and would copy, in page order."""
-    return [code for tags, code in cells(page) if is_visible(tags) and code.strip()]
+    return [
+        code for tags, options, code in _read(page) if is_visible(tags, options) and code.strip()
+    ]
 
 
 if __name__ == "__main__":

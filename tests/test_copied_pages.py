@@ -70,6 +70,37 @@ def test_a_reader_copies_only_cells_whose_code_the_page_shows_and_that_do_not_ra
     assert visible_cells.visible_cells(page) == ["import jax", "text = '''\n```\n'''"]
 
 
+FOLDS = """---
+kernelspec:
+  name: python3
+---
+
+```{code-cell} ipython3
+---
+tags: [hide-cell]
+mystnb:
+  code_prompt_show: "The previous page's model, to copy"
+---
+model = 1
+```
+
+```{code-cell} ipython3
+---
+tags: [hide-cell]
+mystnb:
+  code_prompt_show: "Under the hood: its compiled program"
+---
+program = 2
+```
+"""
+
+
+def test_a_fold_that_offers_its_code_to_copy_is_copied_and_any_other_fold_is_not(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(FOLDS)
+    assert visible_cells.visible_cells(page) == ["model = 1"]
+
+
 def test_every_cell_is_read_with_its_tags(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(PAGE)

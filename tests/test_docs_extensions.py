@@ -703,7 +703,18 @@ def test_an_empty_stored_answer_is_refused():
         ("4097", ["4096"], 0.01, True),
         ("raises `ShardingTypeError`", ["raises ShardingTypeError"], 0, True),
         ("all_gather", ["all-gather"], 0, False),
+        ("[64, 96]", ["(64, 96)"], 0, True),
+        ("64\u00d796", ["64, 96"], 0, True),
+        ("64096", ["64, 96"], 0, False),
+        ("4,096", ["4096"], 0, True),
+        ("11%", ["11.11"], 0.05, True),
     ],
 )
 def test_an_answer_matches_by_value_not_by_spelling(given, answers, tolerance, right):
     assert answer_matching.matches(given, answers, tolerance) is right
+
+
+def test_a_number_may_carry_the_fields_unit():
+    assert answer_matching.matches("20 MiB", ["20"], 0, "MiB")
+    assert answer_matching.matches("135,360 bytes", ["135360"], 0, "bytes")
+    assert not answer_matching.matches("20 GiB", ["20"], 0, "MiB")

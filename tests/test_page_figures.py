@@ -27,6 +27,9 @@ _INLINE_CODE = re.compile(r"``.+?``|`[^`\n]+`")
 _LINK_TARGET = re.compile(r"\]\([^)]*\)|<[a-z]+://[^>]*>|https?://\S+")
 _ROLE_OR_LABEL = re.compile(r"\{[\w:-]+\}|^\([\w-]+\)=$|^#+ .*$", re.M)
 _COMMENT = re.compile(r"^%.*$", re.M)
+# An answer field's options: its choices and the form an answer takes, not statements; the right
+# answer is the value a hidden cell stored (docs/_ext/answer_checks.py refuses any other).
+_ANSWER_OPTION = re.compile(r"^[ \t]*:(?:choices|example|unit|tolerance):.*$", re.M)
 _DECLARED = re.compile(r"^% not asserted: (?P<figures>[^(\n]+)\((?P<why>[^)\n]+)\)\s*$", re.M)
 # A product named just before a number makes it a version, not a figure of the page.
 _VERSION = re.compile(
@@ -54,7 +57,15 @@ def _as_fraction(percentage: str) -> float:
 
 def prose(text: str) -> str:
     """The page's text as a reader reads it, less code, links' targets, labels and headings."""
-    for pattern in (_FRONT_MATTER, _BACKTICK_FENCE, _COMMENT, _INLINE_CODE, _LINK_TARGET):
+    patterns = (
+        _FRONT_MATTER,
+        _BACKTICK_FENCE,
+        _COMMENT,
+        _ANSWER_OPTION,
+        _INLINE_CODE,
+        _LINK_TARGET,
+    )
+    for pattern in patterns:
         text = pattern.sub("", text)
     return _ROLE_OR_LABEL.sub("", text)
 

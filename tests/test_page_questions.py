@@ -58,7 +58,8 @@ def test_a_page_on_the_path_ends_with_questions_whose_answers_are_asserted(page)
     assert any(predict for _, predict in answers), f"{page}: no question asks for a prediction"
     assert any("assert" in code for code in checks), f"{page}: no hidden cell asserts the answers"
     for key, _ in answers:
-        assert any(f'glue("{key}"' in code for code in checks), (
+        stored = re.compile(rf"""\bglue\(\s*["']{key}["']""")
+        assert any(stored.search(code) for code in checks), (
             f"{page}: no hidden cell after the questions stores {key!r} with glue"
         )
 

@@ -8,7 +8,8 @@ from spmd_guide import pages
 
 
 def test_a_page_s_visible_code_leaves_out_what_a_reader_cannot_copy():
-    code = pages.visible_code("patterns/pipeline-schedules")
+    code = pages.visible_code("patterns/pipeline-scheduled")
+    # The set-up repeated from the pages before, folded "to copy", is copied all the same.
     assert code[0].startswith("import functools")
     assert any("def scheduled_step(" in cell for cell in code)
     # Hidden checks and the figures' cells are not a reader's to copy.

@@ -102,10 +102,11 @@ class AnswerDirective(SphinxDirective):
             return self._warn(str(error))
         choices = [c.strip() for c in self.options.get("choices", "").split("|") if c.strip()]
         tolerance = float(self.options.get("tolerance", 0.0))
+        unit = self.options.get("unit", "")
         if "choices" in self.options:
             if len(choices) < 2:
                 return self._warn("give at least two choices, separated by '|'")
-            right = [c for c in choices if matches(c, answers, tolerance)]
+            right = [c for c in choices if matches(c, answers, tolerance, unit)]
             if len(right) != 1:
                 return self._warn(
                     f"exactly one of the choices {choices} must be the stored answer "
@@ -148,7 +149,7 @@ def visit_answer_check_html(self: HTML5Translator, node: answer_check) -> None:
     self.body.append(
         f'<div class="answer-check" id="{name}" '
         f'data-answers="{_attribute(json.dumps(node["answers"]))}" '
-        f'data-tolerance="{node["tolerance"]}"'
+        f'data-tolerance="{node["tolerance"]}" data-unit="{_attribute(node["unit"])}"'
         + (' data-predict="true"' if node["predict"] else "")
         + ">\n"
         # The form stays hidden until the script runs: without it, the fold below is the answer.

@@ -28,18 +28,48 @@ def normalised(text: str) -> str:
 
 
 _NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?")
+# A shape as a reader writes one: "(64, 128)", "[64, 128]", "64, 128", "64x128", or with a
+# multiplication sign (\u00d7) between the sizes.
+# Commas alone with no space and no brackets ("4,096") are a number's thousands instead.
+_SHAPE = re.compile(r"[(\[]?\s*\d+(?:\s*(?:,\s*|x|\u00d7)\s*\d+)+\s*,?\s*[)\]]?", re.I)
 
 
-def _as_number(text: str) -> float | None:
-    plain = normalised(text).replace(",", "").replace("_", "")
+def _without_unit(text: str, unit: str) -> str:
+    """``text`` less a trailing ``unit`` (or a percent sign), as a reader may type it."""
+    plain = normalised(text)
+    for suffix in (normalised(unit), "%"):
+        if suffix and plain.endswith(suffix) and len(plain) > len(suffix):
+            return plain[: -len(suffix)]
+    return plain
+
+
+def _as_shape(text: str) -> tuple[int, ...] | None:
+    raw = text.strip().strip("`").rstrip(".")
+    if not _SHAPE.fullmatch(raw):
+        return None
+    if not re.search(r"[(\[x\u00d7]|,\s", raw, re.I):
+        return None  # "4,096": a number
+    return tuple(int(n) for n in re.findall(r"\d+", raw))
+
+
+def _as_number(text: str, unit: str = "") -> float | None:
+    plain = _without_unit(text, unit).replace(",", "").replace("_", "")
     return float(plain) if _NUMBER.fullmatch(plain) else None
 
 
-def matches(given: str, answers: list[str], tolerance: float = 0.0) -> bool:
-    """Whether ``given`` counts as one of ``answers``: the rule the page's script applies."""
-    number = _as_number(given)
+def matches(given: str, answers: list[str], tolerance: float = 0.0, unit: str = "") -> bool:
+    """Whether ``given`` counts as one of ``answers``: the rule the page's script applies. A
+    shape matches a shape however it is written; a number a number, within ``tolerance``
+    (relative), with or without ``unit`` after it; anything else by its normalised text."""
+    shape = _as_shape(given)
+    number = _as_number(given, unit)
     for answer in answers:
-        expected = _as_number(answer)
+        expected_shape = _as_shape(answer)
+        if shape is not None or expected_shape is not None:
+            if shape == expected_shape:
+                return True
+            continue
+        expected = _as_number(answer, unit)
         if number is not None and expected is not None:
             if abs(number - expected) <= tolerance * abs(expected):
                 return True

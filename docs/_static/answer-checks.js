@@ -11,15 +11,34 @@ const answerChecks = (() => {
     for (const ch of text.toLowerCase()) if (!DROPPED.has(ch)) kept += ch;
     return kept.replace(/\.+$/, "");
   }
-  function asNumber(text) {
-    const plain = normalised(text).replace(/[,_]/g, "");
+  function withoutUnit(text, unit) {
+    const plain = normalised(text);
+    for (const suffix of [normalised(unit || ""), "%"]) {
+      if (suffix && plain.endsWith(suffix) && plain.length > suffix.length) {
+        return plain.slice(0, -suffix.length);
+      }
+    }
+    return plain;
+  }
+  // A shape as a reader writes one: "(64, 128)", "64x128"; "4,096" is a number instead.
+  const SHAPE = /^[(\[]?\s*\d+(?:\s*(?:,\s*|x|\u00d7)\s*\d+)+\s*,?\s*[)\]]?$/i;
+  function asShape(text) {
+    const raw = text.trim().replace(/^`+|`+$/g, "").replace(/\.+$/, "");
+    if (!SHAPE.test(raw) || !/[(\[x\u00d7]|,\s/i.test(raw)) return null;
+    return raw.match(/\d+/g).map(Number).join(",");
+  }
+  function asNumber(text, unit) {
+    const plain = withoutUnit(text, unit).replace(/[,_]/g, "");
     if (!/^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/.test(plain)) return null;
     return Number(plain);
   }
-  function matches(given, answers, tolerance) {
-    const number = asNumber(given);
+  function matches(given, answers, tolerance, unit) {
+    const shape = asShape(given);
+    const number = asNumber(given, unit);
     return answers.some((answer) => {
-      const expected = asNumber(answer);
+      const expectedShape = asShape(answer);
+      if (shape !== null || expectedShape !== null) return shape === expectedShape;
+      const expected = asNumber(answer, unit);
       if (number !== null && expected !== null) {
         return Math.abs(number - expected) <= tolerance * Math.abs(expected);
       }
@@ -40,6 +59,7 @@ const answerChecks = (() => {
     const explanation = box.querySelector(".answer-check-explanation");
     const answers = JSON.parse(box.dataset.answers);
     const tolerance = Number(box.dataset.tolerance || 0);
+    const unit = box.dataset.unit || "";
     form.hidden = false;
     form.addEventListener("submit", (event) => {
       event.preventDefault();
@@ -51,7 +71,7 @@ const answerChecks = (() => {
           : "Type your answer, then Check.";
         return;
       }
-      if (matches(answer, answers, tolerance)) {
+      if (matches(answer, answers, tolerance, unit)) {
         box.classList.add("is-right");
         verdict.textContent = "Right. Why:";
         explanation.open = true;
