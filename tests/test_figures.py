@@ -146,6 +146,12 @@ def test_a_grid_box_needs_a_label_or_a_legend_entry():
     assert sorted(re.findall(r'id="colours-mark-\d+-(\w+)-plain"', drawn.svg)) == ["p0", "p1"]
     assert sorted(re.findall(r'id="colours-key-\d+-(\w+)"', drawn.svg)) == ["p0", "p1"]
     assert len(re.findall(r'id="colours-pattern-\d+"', drawn.svg)) == 4
+    hatched = [[figures.Mark(0, hatched=True), figures.Mark(1, hatched=True)]]
+    keyed = [(figures.Mark(0, hatched=True), "first"), (figures.Mark(1, hatched=True), "second")]
+    drawn = figures.grid(
+        "hatched", "keyed", hatched, row_labels=["a"], column_title="step", legend=keyed
+    )
+    assert sorted(re.findall(r'id="hatched-mark-\d+-(\w+)-plain"', drawn.svg)) == ["h0", "h1"]
 
 
 def test_a_long_schedule_wraps_into_bands_of_legible_boxes():

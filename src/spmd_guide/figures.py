@@ -58,8 +58,9 @@ the dark page."""
 
 PATTERNS = ("////", "\\\\\\\\", "xxxx", "....", "----", "||||", "++++", "oo")
 """One hatch per device colour, drawn over a box that carries no label of its own and over its
-legend entry: boxes whose colours differ differ in pattern too, so a reader who cannot tell the
-colours apart can still match a box to its legend."""
+legend entry, and as the hatch of a hatched box in that colour: boxes whose colours differ differ
+in pattern too, so a reader who cannot tell the colours apart can still match a box to its
+legend."""
 
 WIDTH_INCHES = 3.7
 """The widest a figure is drawn, so that it fits a phone's 390 px column at its natural size."""
@@ -234,8 +235,9 @@ def _box(
     In the SVG each box is a group whose id says what reads it: ``key-N-P`` for a legend's
     swatch, ``mark-N-P-labelled`` for a box that carries its label (or is part of one that does:
     ``labelled_by``), ``mark-N-P-plain`` for one that a legend must explain; ``P`` names its
-    pattern (``pK`` for ``PATTERNS[K]`` over the colour, ``h`` for a hatched box, ``pn`` for
-    none), drawn in a group of its own, ``pattern-N``. A label's group is
+    pattern (``pK`` for ``PATTERNS[K]`` over the colour, drawn in a group of its own,
+    ``pattern-N``; ``hK`` for a hatched box, whose hatch is ``PATTERNS[K]``; ``h`` for a hatched
+    box in the muted ink; ``pn`` for none). A label's group is
     ``label-N-on-RRGGBB`` (or ``-on-page`` on the page's colour), so that a test can measure the
     label's contrast against what is behind it."""
     n = next(_IDS)
@@ -245,7 +247,12 @@ def _box(
     hatch = None
     if not labelled and not mark.hatched and mark.colour is not None:
         hatch = mark.colour % len(PATTERNS)
-    pattern = f"p{hatch}" if hatch is not None else "h" if mark.hatched else "pn"
+    if mark.hatched and mark.colour is not None:
+        # A hatched box's hatch is its colour's pattern, in its colour, so that hatched boxes
+        # of different colours differ in pattern too.
+        pattern = f"h{mark.colour % len(PATTERNS)}"
+    else:
+        pattern = f"p{hatch}" if hatch is not None else "h" if mark.hatched else "pn"
     gid = (
         f"key-{n}-{pattern}" if key else f"mark-{n}-{pattern}-{'labelled' if labelled else 'plain'}"
     )
@@ -257,7 +264,7 @@ def _box(
                 height,
                 facecolor="none",
                 edgecolor=colour,
-                hatch="////",
+                hatch="////" if mark.colour is None else PATTERNS[mark.colour % len(PATTERNS)],
                 lw=0.8,
                 gid=gid,
             )
