@@ -56,11 +56,11 @@ DEVICE_COLOURS = (
 """One colour per device, each with a contrast of at least 3 to 1 against both the light and
 the dark page."""
 
-PATTERNS = ("////", "\\\\\\\\", "xxxx", "....", "----", "||||", "++++", "oo")
+PATTERNS = ("////", "\\\\\\\\", "xxxx", "----", "||||", "++++", "--//", "||\\\\")
 """One hatch per device colour, drawn over a box that carries no label of its own and over its
 legend entry, and as the hatch of a hatched box in that colour: boxes whose colours differ differ
 in pattern too, so a reader who cannot tell the colours apart can still match a box to its
-legend."""
+legend. Lines only: dots and circles each write hundreds of kilobytes of SVG."""
 
 WIDTH_INCHES = 3.7
 """The widest a figure is drawn, so that it fits a phone's 390 px column at its natural size."""
