@@ -8,7 +8,7 @@ A strategy is a table of rules that maps those names to the mesh's axes, so swit
 parallel to tensor parallel or FSDP is switching the table. The model and its Adam optimizer are
 created by a jitted function under the mesh, so every parameter and every moment is created
 already split: no device ever holds a whole sharded weight. Training is a plain jitted step; the
-batch is split over the mesh's "data" axis.
+batch is split over the mesh's "data" axis. The mesh has Explicit axes, jax.make_mesh's default.
 
 The script needs only jax, flax, optax and numpy. It runs on one host's GPUs or TPUs as it is
 (give --mesh sizes that multiply to their count); on several hosts it would not join them, since
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import optax
     from flax import nnx
-    from jax.sharding import AxisType, NamedSharding
+    from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
     if "JAX_NUM_CPU_DEVICES" not in os.environ:
@@ -123,23 +123,27 @@ def main(argv: list[str] | None = None) -> int:
         """embed -> mlp -> embed -> classes, every weight labelled with its logical axes."""
 
         def __init__(self, rngs: nnx.Rngs):
-            def dense(n_in, n_out, axes):
+            def dense(n_in, n_out, axes, bias_axes):
                 return nnx.Linear(
                     n_in,
                     n_out,
                     kernel_init=nnx.with_partitioning(nnx.initializers.lecun_normal(), axes),
-                    bias_init=nnx.with_partitioning(nnx.initializers.zeros_init(), axes[1:]),
+                    bias_init=nnx.with_partitioning(nnx.initializers.zeros_init(), bias_axes),
                     rngs=rngs,
                 )
 
-            self.up = dense(EMBED, MLP_WIDTH, ("embed", "mlp"))
-            self.down = dense(MLP_WIDTH, EMBED, ("mlp", "embed"))
-            self.head = dense(EMBED, CLASSES, ("embed", "classes"))
+            # Each bias is laid out as its layer's output features; down keeps those whole.
+            self.up = dense(EMBED, MLP_WIDTH, ("embed", "mlp"), ("mlp",))
+            self.down = dense(MLP_WIDTH, EMBED, ("mlp", "embed"), (None,))
+            self.head = dense(EMBED, CLASSES, ("embed", "classes"), ("classes",))
 
         def __call__(self, x):
-            return self.head(nnx.relu(self.down(nnx.relu(self.up(x)))))
+            hidden = nnx.relu(self.up(x))
+            # Under tp, down adds over hidden units split over "model": its output takes x's layout.
+            back = nnx.relu(self.down(hidden, out_sharding=jax.typeof(x).sharding))
+            return self.head(back)
 
-    mesh = jax.make_mesh(args.mesh_shape, axis_names, axis_types=(AxisType.Auto,) * len(axis_names))
+    mesh = jax.make_mesh(args.mesh_shape, axis_names)
 
     @nnx.jit
     def create_model_and_optimizer():
@@ -201,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         start = ((step - 1) % 8) * args.batch_size
         x = jax.device_put(x_all[start : start + args.batch_size], batch_sharding)
         y = jax.device_put(y_all[start : start + args.batch_size], batch_sharding)
-        loss = train_step(model, optimizer, x, y)
+        with jax.set_mesh(mesh):  # the step's layouts refer to the current mesh
+            loss = train_step(model, optimizer, x, y)
         if step % every == 0 or step in (1, args.steps):
             print(f"step {step:4d}  loss {float(loss):.4f}")
     return 0
