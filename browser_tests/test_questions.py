@@ -108,6 +108,22 @@ def test_show_me_opens_the_explanation_without_an_answer(context, site_url):
     assert _verdict(question) == ""
 
 
+def test_a_wrong_answer_after_a_right_one_shuts_what_the_right_one_opened(context, site_url):
+    page = context.new_page()
+    page.goto(site_url + QUESTION_PAGES[0])
+    question = page.locator(".answer-check").filter(has=page.locator("input[type=text]")).first
+    _answer_with_keys(page, question, json.loads(question.get_attribute("data-answers"))[0])
+    assert _explanation_open(question)
+    _answer_with_keys(page, question, WRONG)
+    assert _verdict(question).startswith("Not yet")
+    assert not _explanation_open(question), "a wrong answer left the right one's explanation open"
+    # An explanation the reader opened stays open, whatever is typed next.
+    question.locator("details.answer-check-explanation > summary").click()
+    assert _explanation_open(question)
+    _answer_with_keys(page, question, WRONG)
+    assert _explanation_open(question), "a wrong answer shut the explanation the reader opened"
+
+
 def test_an_empty_answer_asks_for_one(context, site_url):
     page = context.new_page()
     page.goto(site_url + QUESTION_PAGES[0])

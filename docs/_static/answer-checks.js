@@ -1,6 +1,7 @@
 // The answer fields of "Check your understanding" (docs/_ext/answer_checks.py writes them).
 // Each question's right answers are in its data-answers, as the page's executed cells stored
-// them. A right answer opens the explanation; a wrong one says so and opens nothing.
+// them. A right answer opens the explanation; a wrong one says so, opens nothing, and shuts an
+// explanation that only a right answer had opened.
 "use strict";
 
 const answerChecks = (() => {
@@ -61,6 +62,11 @@ const answerChecks = (() => {
     const tolerance = Number(box.dataset.tolerance || 0);
     const unit = box.dataset.unit || "";
     form.hidden = false;
+    // Whether the explanation is open because an answer was right, not because the reader asked.
+    let openedByRightAnswer = false;
+    explanation.querySelector("summary").addEventListener("click", () => {
+      openedByRightAnswer = false;
+    });
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       const answer = given(form).trim();
@@ -74,9 +80,12 @@ const answerChecks = (() => {
       if (matches(answer, answers, tolerance, unit)) {
         box.classList.add("is-right");
         verdict.textContent = "Right. Why:";
+        openedByRightAnswer = openedByRightAnswer || !explanation.open;
         explanation.open = true;
       } else {
         box.classList.add("is-wrong");
+        if (openedByRightAnswer) explanation.open = false;
+        openedByRightAnswer = false;
         verdict.textContent = "Not yet. Try again, or open \u201cShow me the answer\u201d.";
       }
     });

@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     import optax
     import orbax.checkpoint as ocp
     from flax import nnx
-    from jax.sharding import AxisType, NamedSharding
+    from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
     if "JAX_NUM_CPU_DEVICES" not in os.environ:
@@ -197,25 +197,29 @@ def main(argv: list[str] | None = None) -> int:
         if jax.process_index() == 0:  # one log for the job, not one per process
             print(message)
 
-    mesh = jax.make_mesh((len(devices),), ("data",), axis_types=(AxisType.Auto,))
+    mesh = jax.make_mesh((len(devices),), ("data",))
 
     class MLP(nnx.Module):
         def __init__(self, rngs: nnx.Rngs):
-            def dense(n_in, n_out, axes):
+            def dense(n_in, n_out, axes, bias_axes):
                 return nnx.Linear(
                     n_in,
                     n_out,
                     kernel_init=nnx.with_partitioning(nnx.initializers.lecun_normal(), axes),
-                    bias_init=nnx.with_partitioning(nnx.initializers.zeros_init(), axes[1:]),
+                    bias_init=nnx.with_partitioning(nnx.initializers.zeros_init(), bias_axes),
                     rngs=rngs,
                 )
 
-            self.up = dense(EMBED, MLP_WIDTH, ("embed", "mlp"))
-            self.down = dense(MLP_WIDTH, EMBED, ("mlp", "embed"))
-            self.head = dense(EMBED, CLASSES, ("embed", "classes"))
+            # Each bias is laid out as its layer's output features; down keeps those whole.
+            self.up = dense(EMBED, MLP_WIDTH, ("embed", "mlp"), ("mlp",))
+            self.down = dense(MLP_WIDTH, EMBED, ("mlp", "embed"), (None,))
+            self.head = dense(EMBED, CLASSES, ("embed", "classes"), ("classes",))
 
         def __call__(self, x):
-            return self.head(nnx.relu(self.down(nnx.relu(self.up(x)))))
+            hidden = nnx.relu(self.up(x))
+            # Under tp, down adds over hidden units split over "model": its output takes x's layout.
+            back = nnx.relu(self.down(hidden, out_sharding=jax.typeof(x).sharding))
+            return self.head(back)
 
     def create_model_and_optimizer():
         model = MLP(nnx.Rngs(0))
@@ -302,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
         start = (step % 8) * BATCH
         x = global_batch(x_all[start : start + BATCH])
         y = global_batch(y_all[start : start + BATCH])
-        loss = train_step(model, optimizer, x, y)
+        with jax.set_mesh(mesh):
+            loss = train_step(model, optimizer, x, y)
         log(f"step {step:4d}  loss {float(loss):.6f}")
         # Every process calls save at every step, and the policy decides the same everywhere;
         # on a save step, each process writes the shards its devices hold.
