@@ -125,9 +125,10 @@ FIGURES = r"""
 
 FIRST_OUTPUT = "document.querySelector('div.cell .cell_output')?.innerText ?? ''"
 # With every fold of the article open: each box whose overflow is hidden and whose content is wider
-# than it (cut), and each box that reaches past the window's right edge with no scrolling frame
-# between it and the article (off the window). A wide table or output that scrolls in its own
-# frame is neither.
+# than it (cut), each box that reaches past the window's right edge with no scrolling frame
+# between it and the article (off the window), and each frame that scrolls sideways with no
+# shadow at its edges to say so (no cue; phones hide scrollbars). A wide table or output that
+# scrolls in its own frame, with its shadows, is none of these.
 CLIPPED = """
 () => {
   const article = document.querySelector('article[role=main]');
@@ -147,6 +148,10 @@ CLIPPED = """
         && e.scrollWidth > e.clientWidth + 1) {
       found.push(`cut: ${name}, ${e.scrollWidth} px of content in ${e.clientWidth}`);
       continue;
+    }
+    if ((style.overflowX === 'auto' || style.overflowX === 'scroll')
+        && e.scrollWidth > e.clientWidth + 1 && !style.backgroundImage.includes('gradient')) {
+      found.push(`no cue: ${name} scrolls ${e.scrollWidth} px in ${e.clientWidth} unmarked`);
     }
     const box = e.getBoundingClientRect();
     if (box.width > 0 && box.right > window.innerWidth + 1 && !scrollsInside(e)) {

@@ -52,11 +52,17 @@ def test_the_clipping_reading_finds_a_cut_box_and_a_table_past_the_window(contex
         """() => document.querySelector('article[role=main]').insertAdjacentHTML('beforeend',
           '<div style="overflow: hidden; width: 100px"><div style="width: 500px">cut</div></div>'
           + '<table><tr><td style="white-space: nowrap">' + 'wide '.repeat(200)
-          + '</td></tr></table>')"""
+          + '</td></tr></table>'
+          + '<div class="unmarked" style="overflow-x: auto; width: 100px">'
+          + '<div style="width: 500px">scrolls</div></div>'
+          + '<div class="highlight"><pre>' + 'code '.repeat(200) + '</pre></div>')"""
     )
     found = tab.evaluate(CLIPPED)
     assert any(line.startswith("cut: div") for line in found), found
     assert any(line.startswith("off the window: table") for line in found), found
+    assert any(line.startswith("no cue: div.unmarked") for line in found), found
+    # A code block that scrolls carries its shadows.
+    assert not any(line.startswith("no cue: pre") for line in found), found
 
 
 @pytest.mark.parametrize("width", (390, 1280))

@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def __call__(self, x):
             hidden = nnx.relu(self.up(x))
-            # Under tp, down adds over hidden units split over "model": its output takes x's layout.
+            # down's output is laid out as x: under tp or fsdp JAX cannot infer a layout for it.
             back = nnx.relu(self.down(hidden, out_sharding=jax.typeof(x).sharding))
             return self.head(back)
 

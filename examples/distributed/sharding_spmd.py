@@ -6,8 +6,8 @@
 Every weight of the model names its dimensions with logical axes ("embed", "mlp", "classes").
 A strategy is a table of rules that maps those names to the mesh's axes, so switching from data
 parallel to tensor parallel or FSDP is switching the table. The model and its Adam optimizer are
-created by a jitted function under the mesh, so every parameter and every moment is created
-already split: no device ever holds a whole sharded weight. Training is a plain jitted step; the
+created by a jitted function under the mesh, so every parameter and every moment comes out
+already split, and no whole weight is moved to a device. Training is a plain jitted step; the
 batch is split over the mesh's "data" axis. The mesh has Explicit axes, jax.make_mesh's default.
 
 The script needs only jax, flax, optax and numpy. It runs on one host's GPUs or TPUs as it is
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def __call__(self, x):
             hidden = nnx.relu(self.up(x))
-            # Under tp, down adds over hidden units split over "model": its output takes x's layout.
+            # down's output is laid out as x: under tp or fsdp JAX cannot infer a layout for it.
             back = nnx.relu(self.down(hidden, out_sharding=jax.typeof(x).sharding))
             return self.head(back)
 
