@@ -16,6 +16,19 @@ JAX, jaxlib and plugin versions, date, command), in two parts, each in a process
   step time (median of the steps after the first), model FLOPs utilisation, the compiler's
   memory against the planner's figures, and the device's memory statistics.
 
+Two parts more when asked, for checking the planner away from the configurations it was built on:
+
+- ``--drawn N``: N one-device configurations drawn from a seeded distribution of the planner's
+  space (layers, width and heads, MLP width, sequence, batch, vocabulary, remat), each one the
+  planner says fits, timed like the steps above, each in a process of its own
+  (``steps_drawn``);
+- ``--drawn-meshes N``: N 8-device configurations drawn as the planner's tests draw them,
+  compiled for 8 mocked GPUs: each device's arguments and temporaries beside the planner's
+  figures (``meshes_drawn``).
+
+Each asynchronous collective's values are recorded once (format 2; a format 1 file listed an
+all-reduce's operands and results alike, which spmd_guide.gpu_runs corrects on reading).
+
 ``--cpu`` does the same on CPU devices (8 for the plans, one for the steps), with ``--small``
 models: the tests run it that way, so the code path is exercised without a GPU. Keep a GPU run
 under 10 minutes; ``--steps``, ``--configurations`` and ``--programs`` trim it.
@@ -98,16 +111,47 @@ def entry_schedule(text: str) -> list[tuple[str, str, str]]:
     return found
 
 
-def is_matmul(op: str, line: str) -> bool:
-    return op in ("dot", "convolution") or (
-        op in ("fusion", "custom-call") and ("dot" in line or "gemm" in line or "matmul" in line)
-    )
+_COMPUTATION = re.compile(
+    r"^(?:ENTRY )?%?(?P<name>[\w.\-]+) [^\n]*\{\n(?P<body>.*?)^\}", re.M | re.S
+)
+# cuBLAS's matrix products as XLA:GPU calls them: "__cublas$gemm", "__cublas$lt$matmul", ...
+_LIBRARY_MATMUL = re.compile(r'custom_call_target="__cublas')
+_CALLS = re.compile(r"calls=%?(?P<name>[\w.\-]+)")
+
+
+def computations(text: str) -> dict[str, str]:
+    """Each computation of a program by name: its body's lines."""
+    return {m["name"]: m["body"] for m in _COMPUTATION.finditer(text)}
+
+
+def root_op(body: str) -> str | None:
+    """The op of a computation's ROOT instruction."""
+    for line in body.splitlines():
+        if line.lstrip().startswith("ROOT "):
+            match = _INSTRUCTION.match(line)
+            return match["op"] if match else None
+    return None
+
+
+def is_matmul(op: str, line: str, bodies: dict[str, str]) -> bool:
+    """Whether one instruction is a matrix product, by its own kind: a dot or a convolution, a
+    call of cuBLAS's matmuls, or a fusion whose root is a dot (as XLA:GPU's Triton GEMMs are). A
+    name with "dot" in it is not enough."""
+    if op in ("dot", "convolution"):
+        return True
+    if op == "custom-call":
+        return bool(_LIBRARY_MATMUL.search(line))
+    if op == "fusion":
+        called = _CALLS.search(line)
+        return bool(called) and root_op(bodies.get(called["name"], "")) in ("dot", "convolution")
+    return False
 
 
 def async_pairs(text: str) -> list[dict[str, Any]]:
     """Each asynchronous collective of the entry computation: its op and how many compute
     instructions (fusions, matmuls, library calls) run between its start and its done."""
     schedule = entry_schedule(text)
+    bodies = computations(text)
     pairs = []
     for at, (name, op, _) in enumerate(schedule):
         if not op.endswith("-start") or op.removesuffix("-start") in ("copy", "send", "recv"):
@@ -127,22 +171,19 @@ def async_pairs(text: str) -> list[dict[str, Any]]:
             {
                 "op": op.removesuffix("-start"),
                 "compute_between": sum(1 for _, o, _ in between if o in _COMPUTE),
-                "matmuls_between": sum(1 for _, o, line in between if is_matmul(o, line)),
+                "matmuls_between": sum(1 for _, o, line in between if is_matmul(o, line, bodies)),
             }
         )
     return pairs
 
 
-_COMPUTATION = re.compile(
-    r"^(?:ENTRY )?%?(?P<name>[\w.\-]+) [^\n]*\{\n(?P<body>.*?)^\}", re.M | re.S
-)
 _WHILE_BODY = re.compile(r" while\(.*?body=%?(?P<body>[\w.\-]+)")
 
 
 def windowed_loop(text: str) -> bool:
     """Whether a while loop's body both passes blocks on and multiplies them: the loop XLA's
     windowed einsum writes in place of a gather and a matmul."""
-    bodies = {m["name"]: m["body"] for m in _COMPUTATION.finditer(text)}
+    bodies = computations(text)
     for match in _WHILE_BODY.finditer(text):
         body = bodies.get(match["body"], "")
         calls = [bodies.get(name, "") for name in re.findall(r"calls=%?([\w.\-]+)", body)]
@@ -158,6 +199,16 @@ def elements(shape: str) -> int:
     return math.prod(int(d) for d in dims[1].split(",") if d) if dims else 0
 
 
+def recorded_shapes(op: str, line: str, shapes: tuple[str, ...]) -> tuple[str, ...]:
+    """The shapes of the values one collective carries, each once. An asynchronous start's type
+    lists its operands' shapes, then its results' (and a permute's scalar contexts): keep the
+    results."""
+    if f" {op}-start(" not in line or len(shapes) < 2:
+        return tuple(shapes)
+    data = [s for s in shapes if op != "collective-permute" or not s.endswith("[]")]
+    return tuple(data[len(data) // 2 :]) if len(data) % 2 == 0 else tuple(data)
+
+
 def read_plan(compiled: Any, mesh: Any, program: str) -> dict[str, Any]:
     """What one compiled program does, in the recorded file's form."""
     from spmd_guide import analysis
@@ -168,18 +219,16 @@ def read_plan(compiled: Any, mesh: Any, program: str) -> dict[str, Any]:
     for op, line, shapes, _, _ in analysis._collectives_produced(text):
         # XLA:GPU writes even a synchronous collective as a start and a done, marked is_sync.
         asynchronous = f" {op}-start(" in line and '"is_sync":true' not in line
-        if f" {op}-start(" in line and op in ("all-gather", "collective-permute"):
-            # A start's type is its operands' shapes, then its results' (and a permute's
-            # scalar contexts): keep the results.
-            data = [shape for shape in shapes if not shape.endswith("[]")]
-            shapes = tuple(data[len(data) // 2 :])
+        shapes = recorded_shapes(op, line, shapes)
         # One collective may carry several values, when XLA combined them: its shapes.
         key = (op, "+".join(analysis._axes(line, mesh, position)), tuple(shapes), asynchronous)
         grouped[key] = grouped.get(key, 0) + 1
     schedule = entry_schedule(text)
+    bodies = computations(text)
     ops = [op for _, op, _ in schedule]
     first_matmul = next(
-        (i for i, (_, op, line) in enumerate(schedule) if is_matmul(op, line)), len(schedule)
+        (i for i, (_, op, line) in enumerate(schedule) if is_matmul(op, line, bodies)),
+        len(schedule),
     )
     analysis = compiled.memory_analysis()
     return {
@@ -197,7 +246,7 @@ def read_plan(compiled: Any, mesh: Any, program: str) -> dict[str, Any]:
             )
         ],
         "async_pairs": async_pairs(text),
-        "matmuls": sum(1 for _, op, line in schedule if is_matmul(op, line)),
+        "matmuls": sum(1 for _, op, line in schedule if is_matmul(op, line, bodies)),
         "permutes_before_first_matmul": sum(
             1
             for op in ops[:first_matmul]
@@ -461,6 +510,112 @@ def measure_plans(small: bool, chosen: list[str] | None = None) -> dict[str, Any
 # Real steps on one device.
 
 
+# The seeded distributions the drawn configurations come from.
+DRAW_SEED = 20261128
+ONE_DEVICE_DRAWS = {
+    "full": dict(
+        layers=(4, 8, 12, 16, 24, 32),
+        shapes=((1024, 8), (1536, 12), (2048, 16), (2560, 20), (3072, 24), (4096, 32)),
+        mlp_ratio=(2, 4),
+        seq=(512, 1024, 2048, 4096),
+        batch=(1, 2, 4, 8, 16),
+        vocab=(32000, 50304),
+    ),
+    "small": dict(
+        layers=(1, 2),
+        shapes=((32, 2), (64, 4)),
+        mlp_ratio=(2, 4),
+        seq=(16, 32),
+        batch=(2, 4),
+        vocab=(256, 512),
+    ),
+}
+
+
+def drawn_one_device(count: int, chip: str, small: bool, seed: int = DRAW_SEED) -> list[tuple]:
+    """``count`` configurations of the planner's one-device space (layers, width and heads, MLP
+    width, sequence, batch, vocabulary, remat), drawn from a seeded distribution and kept when
+    the planner says they fit ``chip``: (what, overrides of the planner's defaults)."""
+    import random
+
+    from spmd_guide import planner
+
+    space = ONE_DEVICE_DRAWS["small" if small else "full"]
+    rng = random.Random(seed)
+    found: list[tuple] = []
+    for _ in range(1000 * count):
+        if len(found) == count:
+            return found
+        width, heads = rng.choice(space["shapes"])
+        overrides = dict(
+            layers=rng.choice(space["layers"]),
+            width=width,
+            heads=heads,
+            mlp=rng.choice(space["mlp_ratio"]) * width,
+            seq=rng.choice(space["seq"]),
+            batch=rng.choice(space["batch"]),
+            vocab=rng.choice(space["vocab"]),
+            remat=rng.choice(planner.REMAT_POLICIES),
+        )
+        try:
+            answer = planner.plan({**planner.defaults(), **ONE_DEVICE, **overrides, "chip": chip})
+        except planner.PlannerError:
+            continue
+        if answer["fits"]:
+            found.append((f"drawn {len(found)} (seed {seed})", overrides))
+    raise MeasureError(f"only {len(found)} of {count} drawn configurations fit {chip}")
+
+
+def drawn_meshes(count: int, chip: str, seed: int = DRAW_SEED) -> list[dict[str, Any]]:
+    """``count`` configurations of 8 devices drawn as the planner's tests draw them, on ``chip``,
+    kept when the planner says they fit."""
+    from spmd_guide import planner
+
+    found: list[dict[str, Any]] = []
+    for attempt in range(50):
+        for config in planner.drawn_configurations(8 * count, seed=seed + attempt, devices=8):
+            try:
+                answer = planner.plan({**config, "chip": chip})
+            except planner.PlannerError:
+                continue
+            if answer["fits"] and len(found) < count:
+                found.append(answer["config"])
+        if len(found) == count:
+            return found
+    raise MeasureError(f"only {len(found)} of {count} drawn meshes fit {chip}")
+
+
+def measure_meshes(count: int, chip: str) -> list[dict[str, Any]]:
+    """Each drawn 8-device configuration compiled on this process's 8 devices (mocked GPUs, or CPU
+    devices): each device's arguments and temporaries beside the planner's figures."""
+    import jax
+
+    from spmd_guide import planner
+
+    devices = jax.devices()
+    if len(devices) != 8:
+        raise MeasureError(f"the drawn meshes need 8 devices; found {len(devices)}")
+    found = []
+    for config in drawn_meshes(count, chip):
+        shape = (config["pipe"], config["data"], config["tensor"])
+        mesh = mesh_of(devices, shape, planner.MESH_AXES)
+        analysis = planner.lower_step(config, mesh).compile().memory_analysis()
+        answer = planner.plan(config)
+        memory = answer["memory"]
+        stored = memory["parameters"]["value"] + memory["optimizer"]["value"]
+        stored += memory["batch"]["value"]
+        found.append(
+            {
+                "configuration": config,
+                "argument_bytes": analysis.argument_size_in_bytes,
+                "temporary_bytes": analysis.temp_size_in_bytes,
+                "planner_stored_bytes": stored,
+                "planner_total_bytes": answer["memoryTotal"],
+            }
+        )
+    return found
+
+
 def planner_chip(device: Any) -> str:
     """The planner's chip for this device (a CPU test run takes the H100's figures)."""
     if device.platform != "gpu":
@@ -473,9 +628,10 @@ def planner_chip(device: Any) -> str:
     return chip
 
 
-def measure_step(small: bool, steps: int, index: int) -> dict[str, Any]:
-    """Train configuration ``index`` for ``steps`` steps after a first, on one device. Each runs
-    in a process of its own, so the device's peak memory is this configuration's."""
+def measure_step(small: bool, steps: int, index: int, drawn: str | None = None) -> dict[str, Any]:
+    """Train configuration ``index`` (or the ``drawn`` one, as JSON: what, overrides) for
+    ``steps`` steps after a first, on one device. Each runs in a process of its own, so the
+    device's peak memory is this configuration's."""
     import jax
     import jax.numpy as jnp
 
@@ -483,7 +639,9 @@ def measure_step(small: bool, steps: int, index: int) -> dict[str, Any]:
 
     device = jax.devices()[0]
     chip = planner_chip(device)
-    what, overrides = STEP_CONFIGURATIONS["small" if small else "full"][index]
+    what, overrides = (
+        json.loads(drawn) if drawn else STEP_CONFIGURATIONS["small" if small else "full"][index]
+    )
     config = planner.plan({**planner.defaults(), **ONE_DEVICE, **overrides, "chip": chip})["config"]
     answer = planner.plan(config)
     mesh = planner.mesh_for(config, [device])
@@ -588,16 +746,20 @@ def measure_observations(small: bool) -> dict[str, Any]:
 
 
 def memory_fraction_variables() -> tuple[str | None, str | None]:
-    """The memory-fraction variable the installed GPU plugin reads, and the older one if the
-    plugin calls it deprecated, from the strings in its libraries (None without a plugin)."""
+    """The memory-fraction variable JAX reads for a GPU, and the older one if JAX calls it
+    deprecated: from jaxlib's own source (its GPU plugin options and their error message) and from
+    the strings in the installed GPU plugin's libraries (None when neither names them)."""
     import importlib.util
 
-    libraries = []
+    texts = []
+    spec = importlib.util.find_spec("jaxlib.xla_client")
+    if spec and spec.origin:
+        texts.append(Path(spec.origin).read_bytes())
     for package in ("jax_plugins", "jax_cuda13_plugin", "jax_cuda12_plugin"):
         spec = importlib.util.find_spec(package)
         for root in (spec.submodule_search_locations or []) if spec else []:
-            libraries += Path(root).rglob("*.so")
-    data = b"".join(library.read_bytes() for library in libraries)
+            texts += [library.read_bytes() for library in Path(root).rglob("*.so")]
+    data = b"\n".join(texts)
     current = "XLA_CLIENT_MEM_FRACTION" if b"XLA_CLIENT_MEM_FRACTION" in data else None
     older = b"XLA_PYTHON_CLIENT_MEM_FRACTION"
     said = [
@@ -648,13 +810,16 @@ def provenance(cpu: bool) -> dict[str, Any]:
     }
 
 
-def run_part(part: str, args: argparse.Namespace, index: int | None = None) -> Any:
+def run_part(
+    part: str, args: argparse.Namespace, index: int | None = None, drawn: tuple | None = None
+) -> Any:
     env = dict(os.environ)
     if args.cpu:
-        env.update(JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES="8" if part == "plans" else "1")
+        devices = "8" if part in ("plans", "meshes") else "1"
+        env.update(JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES=devices)
     else:
         env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
-        if part == "plans":
+        if part in ("plans", "meshes"):
             # No autotuning (it would take minutes for 8 mocked GPUs), and no command buffers,
             # which would move runs of kernels out of the entry computation's schedule.
             flags = " --xla_gpu_autotune_level=0 --xla_gpu_enable_command_buffer="
@@ -663,6 +828,10 @@ def run_part(part: str, args: argparse.Namespace, index: int | None = None) -> A
     command += ["--cpu"] * args.cpu + ["--small"] * args.small
     if index is not None:
         command += ["--index", str(index)]
+    if drawn is not None:
+        command += ["--drawn-configuration", json.dumps(drawn)]
+    if part == "meshes":
+        command += ["--drawn-meshes", str(args.drawn_meshes), "--chip", args.chip]
     if args.programs:
         command += ["--programs", args.programs]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.timeout)
@@ -696,19 +865,40 @@ def main(argv: list[str] | None = None) -> int:
         help="compile only these programs, by name, comma-separated "
         "(planner for the planner's grid)",
     )
+    parser.add_argument(
+        "--drawn",
+        type=int,
+        default=0,
+        help="also time N one-device configurations drawn (seeded) from the planner's space, "
+        "each the planner says fits, each in a process of its own",
+    )
+    parser.add_argument(
+        "--drawn-meshes",
+        type=int,
+        default=0,
+        help="also compile N drawn 8-device configurations (mocked GPUs) and record each "
+        "device's arguments and temporaries beside the planner's",
+    )
     parser.add_argument("--timeout", type=int, default=540, help="seconds each part may take")
-    parser.add_argument("--part", choices=("plans", "step", "observations"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--part", choices=("plans", "step", "observations", "meshes"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--drawn-configuration", help=argparse.SUPPRESS)
+    parser.add_argument("--chip", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.steps < 1:
         parser.error(f"--steps must be at least 1, got {args.steps}")
     if args.configurations is not None and args.configurations < 1:
         parser.error(f"--configurations must be at least 1, got {args.configurations}")
+    for flag, value in (("--drawn", args.drawn), ("--drawn-meshes", args.drawn_meshes)):
+        if value < 0:
+            parser.error(f"{flag} must be 0 or more, got {value}")
 
     if args.part:
         import jax
 
-        if args.part == "plans" and not args.cpu:
+        if args.part in ("plans", "meshes") and not args.cpu:
             jax.config.update("mock_num_gpu_processes", 8)
         if not args.cpu and jax.devices()[0].platform != "gpu":
             raise MeasureError(
@@ -717,7 +907,10 @@ def main(argv: list[str] | None = None) -> int:
         chosen = args.programs.split(",") if args.programs else None
         result = {
             "plans": lambda: measure_plans(args.small, chosen),
-            "step": lambda: measure_step(args.small, args.steps, args.index),
+            "step": lambda: measure_step(
+                args.small, args.steps, args.index, args.drawn_configuration
+            ),
+            "meshes": lambda: measure_meshes(args.drawn_meshes, args.chip),
             "observations": lambda: measure_observations(args.small),
         }[args.part]()
         print(json.dumps(result))
@@ -727,6 +920,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--out is required: the JSON file to write")
     configurations = len(STEP_CONFIGURATIONS["small" if args.small else "full"])
     observations = run_part("observations", args)
+    run_provenance = provenance(args.cpu)
+    # The planner's chip, named from the GPU nvidia-smi reports (this process starts no JAX
+    # backend, which would take the GPU's memory from the parts); a CPU test takes the H100's.
+    args.chip = next(
+        (key for name, key in PLANNER_CHIPS.items() if name in run_provenance["gpu"]), "h100"
+    )
     total = None if args.cpu else card_bytes()
     observations["memory_reserved_fraction"] = (
         round(observations["bytes_limit"] / total, 4)
@@ -734,8 +933,8 @@ def main(argv: list[str] | None = None) -> int:
         else None
     )
     record = {
-        "format": 1,
-        "provenance": provenance(args.cpu),
+        "format": 2,
+        "provenance": run_provenance,
         "plans_for_8_gpus": run_part("plans", args),
         "steps_on_one_gpu": [
             run_part("step", args, index)
@@ -743,6 +942,17 @@ def main(argv: list[str] | None = None) -> int:
         ],
         "observations": observations,
     }
+    if args.drawn:
+        record["steps_drawn"] = {
+            "seed": DRAW_SEED,
+            "space": ONE_DEVICE_DRAWS["small" if args.small else "full"],
+            "steps": [
+                run_part("step", args, drawn=drawn)
+                for drawn in drawn_one_device(args.drawn, args.chip, args.small)
+            ],
+        }
+    if args.drawn_meshes:
+        record["meshes_drawn"] = {"seed": DRAW_SEED, "meshes": run_part("meshes", args)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1) + "\n")
     from spmd_guide import gpu_runs

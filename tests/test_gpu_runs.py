@@ -43,13 +43,38 @@ def _written(tmp_path, data):
     return path
 
 
+def test_a_format_1_file_the_script_recorded_lists_each_value_once_when_read(tmp_path):
+    data = copy.deepcopy(next(iter(gpu_runs.recorded().values())).data)
+    data["provenance"].update(recorded_by="benchmarks/gpu_measure.py", driver="1", command="x")
+    both = {"op": "all-reduce", "asynchronous": True, "count": 1, "shapes": ["f32[8]", "f32[8]"]}
+    scatter = dict(both, op="reduce-scatter", shapes=["f32[64,8]", "f32[8,8]"])
+    in_line = dict(both, asynchronous=False, shapes=["f32[4]", "f32[4]"])  # two values, synchronous
+    data["plans_for_8_gpus"]["data_parallel_large"]["collectives"] = [both, scatter, in_line]
+    read = gpu_runs.load(_written(tmp_path, data)).data["plans_for_8_gpus"]["data_parallel_large"]
+    assert [c["shapes"] for c in read["collectives"]] == [
+        ["f32[8]"],
+        ["f32[8,8]"],
+        ["f32[4]", "f32[4]"],
+    ]
+    # The script's format 2 already lists each value once, and a typed-in file did: as written.
+    for changed in (
+        {"format": 2},
+        {"provenance": {**data["provenance"], "recorded_by": "typed in"}},
+    ):
+        data_as_written = {**copy.deepcopy(data), **changed}
+        data_as_written["plans_for_8_gpus"]["data_parallel_large"]["collectives"] = [both]
+        again = gpu_runs.load(_written(tmp_path, data_as_written))
+        shapes = again.data["plans_for_8_gpus"]["data_parallel_large"]["collectives"][0]["shapes"]
+        assert shapes == ["f32[8]", "f32[8]"]
+
+
 def test_a_file_missing_its_provenance_or_leaving_it_empty_is_refused(tmp_path):
     good = next(iter(gpu_runs.recorded().values())).data
     for change, message in [
         (lambda d: d["provenance"].pop("jax"), "lacks jax"),
         (lambda d: d["provenance"].update(gpu=""), "leaves gpu empty"),
         (lambda d: d["provenance"].update(recorded_by="benchmarks/gpu_measure.py"), "not typed in"),
-        (lambda d: d.update(format=2), "reads format 1"),
+        (lambda d: d.update(format=3), "reads formats 1, 2"),
         (lambda d: d.pop("steps_on_one_gpu"), "no steps_on_one_gpu"),
     ]:
         data = copy.deepcopy(good)

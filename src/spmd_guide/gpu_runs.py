@@ -16,7 +16,10 @@ from typing import Any
 
 RECORDED = Path(__file__).resolve().parent / "recorded_gpu_runs"
 
-FORMAT = 1
+# The format benchmarks/gpu_measure.py writes. Format 1 files recorded by that script listed an
+# asynchronous collective's operands and results alike; reading them, each value is kept once.
+FORMAT = 2
+READABLE_FORMATS = (1, 2)
 
 # Every file names these; a typed-in file may leave "driver" and "command" null, and says why
 # in "recorded_by".
@@ -73,9 +76,10 @@ class GpuRunError(ValueError):
 def _check(data: Any, where: str) -> None:
     if not isinstance(data, dict):
         raise GpuRunError(f"{where}: the file holds {type(data).__name__}, not a JSON object")
-    if data.get("format") != FORMAT:
+    if data.get("format") not in READABLE_FORMATS:
         raise GpuRunError(
-            f"{where}: 'format' is {data.get('format')!r}; this module reads format {FORMAT}"
+            f"{where}: 'format' is {data.get('format')!r}; this module reads formats "
+            f"{', '.join(map(str, READABLE_FORMATS))}"
         )
     provenance = data.get("provenance")
     if not isinstance(provenance, dict):
@@ -190,6 +194,21 @@ _DERIVED = {
 }
 
 
+def _each_value_once(data: dict[str, Any]) -> dict[str, Any]:
+    """A format 1 file as the script writes format 2: in a file that benchmarks/gpu_measure.py
+    recorded, each asynchronous all-reduce, reduce-scatter or all-to-all listed its operands'
+    shapes and then its results'; keep the results. Typed-in files listed each value once."""
+    if data["format"] != 1 or data["provenance"]["recorded_by"] != "benchmarks/gpu_measure.py":
+        return data
+    for plan in data["plans_for_8_gpus"].values():
+        for collective in plan.get("collectives", []) if isinstance(plan, dict) else []:
+            shapes = collective.get("shapes", [])
+            listed_twice = collective["op"] in ("all-reduce", "reduce-scatter", "all-to-all")
+            if collective.get("asynchronous") and listed_twice and len(shapes) % 2 == 0:
+                collective["shapes"] = shapes[len(shapes) // 2 :]
+    return data
+
+
 def load(path: Path) -> GpuRun:
     """Read and check one recorded file."""
     try:
@@ -197,7 +216,7 @@ def load(path: Path) -> GpuRun:
     except (OSError, json.JSONDecodeError) as error:
         raise GpuRunError(f"{path}: cannot be read as JSON: {error}") from error
     _check(data, Path(path).name)
-    return GpuRun(Path(path).stem, data)
+    return GpuRun(Path(path).stem, _each_value_once(data))
 
 
 @functools.cache
