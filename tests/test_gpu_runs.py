@@ -43,8 +43,9 @@ def _written(tmp_path, data):
     return path
 
 
-def test_a_format_1_file_the_script_recorded_lists_each_value_once_when_read(tmp_path):
-    data = copy.deepcopy(next(iter(gpu_runs.recorded().values())).data)
+@pytest.mark.parametrize("name", sorted(gpu_runs.recorded()))
+def test_a_format_1_file_the_script_recorded_lists_each_value_once_when_read(name, tmp_path):
+    data = copy.deepcopy(gpu_runs.run(name).data)
     data["provenance"].update(recorded_by="benchmarks/gpu_measure.py", driver="1", command="x")
     both = {"op": "all-reduce", "asynchronous": True, "count": 1, "shapes": ["f32[8]", "f32[8]"]}
     scatter = dict(both, op="reduce-scatter", shapes=["f32[64,8]", "f32[8,8]"])
@@ -68,12 +69,14 @@ def test_a_format_1_file_the_script_recorded_lists_each_value_once_when_read(tmp
         assert shapes == ["f32[8]", "f32[8]"]
 
 
-def test_a_file_missing_its_provenance_or_leaving_it_empty_is_refused(tmp_path):
-    good = next(iter(gpu_runs.recorded().values())).data
+@pytest.mark.parametrize("name", sorted(gpu_runs.recorded()))
+def test_a_file_missing_its_provenance_or_leaving_it_empty_is_refused(name, tmp_path):
+    good = gpu_runs.run(name).data
+    script = "benchmarks/gpu_measure.py"
     for change, message in [
         (lambda d: d["provenance"].pop("jax"), "lacks jax"),
         (lambda d: d["provenance"].update(gpu=""), "leaves gpu empty"),
-        (lambda d: d["provenance"].update(recorded_by="benchmarks/gpu_measure.py"), "not typed in"),
+        (lambda d: d["provenance"].update(recorded_by=script, driver=None), "not typed in"),
         (lambda d: d.update(format=3), "reads formats 1, 2"),
         (lambda d: d.pop("steps_on_one_gpu"), "no steps_on_one_gpu"),
     ]:
@@ -86,8 +89,9 @@ def test_a_file_missing_its_provenance_or_leaving_it_empty_is_refused(tmp_path):
         gpu_runs.load(tmp_path / "broken.json")
 
 
-def test_a_figure_the_file_lacks_is_refused_naming_the_keys_there_are():
-    run = next(iter(gpu_runs.recorded().values()))
+@pytest.mark.parametrize("name", sorted(gpu_runs.recorded()))
+def test_a_figure_the_file_lacks_is_refused_naming_the_keys_there_are(name):
+    run = gpu_runs.run(name)
     with pytest.raises(gpu_runs.GpuRunError, match="step_seconds_median"):
         run.figure("steps_on_one_gpu.0.step_time")
     with pytest.raises(gpu_runs.GpuRunError, match="no item 9"):
@@ -98,14 +102,56 @@ def test_a_figure_the_file_lacks_is_refused_naming_the_keys_there_are():
     )
 
 
-def test_the_role_renders_units_and_format_specifications():
-    step = next(iter(gpu_runs.recorded().values())).data["steps_on_one_gpu"][0]
-    assert gpu_figures.render("steps_on_one_gpu.0.step_seconds_median") == str(
+@pytest.mark.parametrize("name", sorted(gpu_runs.recorded()))
+def test_the_role_renders_the_named_run_s_figure_with_units_and_format_specifications(name):
+    step = gpu_runs.run(name).data["steps_on_one_gpu"][0]
+    path = "steps_on_one_gpu.0"
+    assert gpu_figures.render(f"{name}:{path}.step_seconds_median") == str(
         step["step_seconds_median"]
     )
-    assert gpu_figures.render("steps_on_one_gpu.0.argument_bytes;GB") == (
+    assert gpu_figures.render(f"{name}:{path}.step_seconds_median;.3f") == (
+        f"{step['step_seconds_median']:.3f}"
+    )
+    assert gpu_figures.render(f"{name}:{path}.argument_bytes;GB") == (
         f"{step['argument_bytes'] / 1e9:.1f} GB"
     )
+
+
+def test_a_role_that_names_no_run_is_refused_naming_the_runs_there_are():
+    with pytest.raises(gpu_runs.GpuRunError, match="names no record") as refused:
+        gpu_figures.render("steps_on_one_gpu.0.step_seconds_median")
+    assert all(name in str(refused.value) for name in gpu_runs.recorded())
+    with pytest.raises(gpu_runs.GpuRunError, match="no recorded GPU run 'h300'"):
+        gpu_figures.render("h300:steps_on_one_gpu.0.step_seconds_median")
+
+
+def test_a_run_says_whether_it_was_measured_or_typed_in():
+    for run in gpu_runs.recorded().values():
+        assert run.measured == (run.provenance["recorded_by"] == "benchmarks/gpu_measure.py")
+        assert ("typed in" in run.label) != run.measured, run.label
+    assert gpu_runs.measured() == [run for run in gpu_runs.recorded().values() if run.measured]
+    assert gpu_runs.run("h200-2026-11-28-jax-0.11.2").measured
+    assert not gpu_runs.run("h100-2026-11-jax-0.11.2").measured
+
+
+def test_the_typed_in_h100_file_says_which_of_its_figures_were_corrected_and_why():
+    """Review GR-7: its combining threshold was typed in as 30 MiB, and its ring temporaries could
+    not be that ring's; the file says so and holds neither."""
+    h100, h200 = gpu_runs.run("h100-2026-11-jax-0.11.2"), gpu_runs.run("h200-2026-11-28-jax-0.11.2")
+    said = h100.provenance["recorded_by"]
+    assert said.startswith("typed in") and "corrected" in said
+    for field in (
+        "combine_threshold_bytes",
+        "temporary_bytes_approx",
+        "cpu_temporary_bytes_approx",
+    ):
+        assert field in said, field
+    large = "plans_for_8_gpus.data_parallel_large.combine_threshold_bytes"
+    # The same JAX, so the same default: the one the H200 run measured.
+    assert h100.provenance["jax"] == h200.provenance["jax"]
+    assert h100.figure(large) == h200.figure(large) == 30 * 2**20 + 7
+    ring = h100.figure("plans_for_8_gpus.collective_matmul_ring")
+    assert not {"temporary_bytes_approx", "cpu_temporary_bytes_approx"} & set(ring)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(DOCS)))

@@ -3,14 +3,14 @@
 No build has a GPU, so a page cannot measure what it says a GPU did. It states such a figure
 with a role that reads it from the recorded file, so the figure cannot differ from the file:
 
-    {gpu}`steps_on_one_gpu.0.step_seconds_median` s          → 0.485 s
-    {gpu}`steps_on_one_gpu.0.model_flops_utilisation;.0%`     → 30%
-    {gpu}`plans_for_8_gpus.collective_matmul_ring.temporary_bytes_approx;MB` → 62.9 MB
-    {gpu-label}`newest`                                        → measured on one … with JAX …, …
+    {gpu}`h100-2026-11-jax-0.11.2:steps_on_one_gpu.0.step_seconds_median` s      → 0.485 s
+    {gpu}`h100-2026-11-jax-0.11.2:steps_on_one_gpu.0.model_flops_utilisation;.0%` → 30%
+    {gpu-label}`h100-2026-11-jax-0.11.2`          → measured on one … with JAX …, …, typed in …
 
-After ``;`` comes a Python format specification, or ``MB``, ``GB`` or ``GiB`` (one place). The
-figures come from the newest recorded run; ``RUN:path`` names another. A path the file lacks
-fails the build, naming the keys there are. ``{gpu-label}`` takes ``newest`` or a run's name.
+A role names its record (the file's name without ``.json``), so that a figure keeps meaning the
+run its sentence describes when another record is added. After ``;`` comes a Python format
+specification, or ``MB``, ``GB`` or ``GiB`` (one place). A path the file lacks fails the build,
+naming the keys there are.
 """
 
 from __future__ import annotations
@@ -29,7 +29,12 @@ _UNITS = {"MB": 1e6, "GB": 1e9, "GiB": 2**30}
 def resolve(target: str) -> tuple[gpu_runs.GpuRun, str]:
     """The run and the dotted path a role's target names."""
     name, _, path = target.rpartition(":")
-    return (gpu_runs.run(name) if name else gpu_runs.newest()), path
+    if not name:
+        raise gpu_runs.GpuRunError(
+            f"{target!r} names no record: write RUN:{target}, RUN being one of "
+            f"{', '.join(gpu_runs.recorded())}"
+        )
+    return gpu_runs.run(name), path
 
 
 def render(target: str) -> str:
@@ -59,7 +64,7 @@ class GpuFigure(SphinxRole):
 class GpuLabel(SphinxRole):
     def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
         try:
-            run = gpu_runs.newest() if self.text == "newest" else gpu_runs.run(self.text)
+            run = gpu_runs.run(self.text)
         except gpu_runs.GpuRunError as error:
             message = self.inliner.reporter.error(f"{{gpu-label}}: {error}", line=self.lineno)
             return [nodes.problematic(self.rawtext, self.rawtext)], [message]
