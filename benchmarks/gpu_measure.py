@@ -697,6 +697,8 @@ def measure_step(small: bool, steps: int, index: int, drawn: str | None = None) 
         "planner_stored_bytes": stored,
         "planner_temporary_bytes": answer["memoryTotal"] - stored,
         "planner_step_seconds": round(answer["stepSeconds"]["overlapped"], 6),
+        # The planner's expected step beside its bound, as the planner stood when measured.
+        "planner_expected_seconds": round(answer["stepSeconds"]["expected"], 6),
         "step_seconds_median": round(statistics.median(times[1:]), 6),
         "step_seconds_range": [round(min(times[1:]), 6), round(max(times[1:]), 6)],
         "steps_timed": steps,

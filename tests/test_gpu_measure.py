@@ -144,6 +144,8 @@ def test_a_whole_run_on_cpu_writes_a_file_the_pages_can_read(tmp_path):
     low, high = step["step_seconds_range"]
     assert 0 < low <= step["step_seconds_median"] <= high
     assert step["model_flops_per_step"] < step["flops_per_step_with_recompute"]
+    # The planner's expected step is recorded beside its bound, and is not below it.
+    assert step["planner_step_seconds"] <= step["planner_expected_seconds"]
     assert step["final_loss"] == step["final_loss"]  # not NaN: the state starts as Adam's does
     assert run.figure("steps_on_one_gpu.0.model_flops_utilisation") > 0
     # The drawn steps: three configurations the planner says fit, each timed in its own process.

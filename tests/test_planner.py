@@ -423,3 +423,61 @@ def test_the_verdict_names_the_single_change_that_saves_the_most_memory(change):
 def test_a_step_that_fits_needs_no_change():
     small = dict(planner.defaults(), layers=4, width=1024, heads=8, mlp=4096, seq=1024)
     assert planner.plan(small)["fits"] and planner.suggest(small) is None
+
+
+ONE_GPU = dict(
+    layers=12,
+    width=1024,
+    mlp=4096,
+    heads=8,
+    vocab=32000,
+    seq=2048,
+    batch=8,
+    data=1,
+    tensor=1,
+    pipe=1,
+    zero=0,
+    microbatches=1,
+    remat="full",
+    chip="h200",
+)
+
+
+def test_gpu_chips_get_an_expected_time_above_the_bound_and_tpu_chips_do_not():
+    on_gpu = planner.plan(ONE_GPU)
+    expected = on_gpu["stepSeconds"]["expected"]
+    assert expected >= on_gpu["stepSeconds"]["overlapped"]
+    constants = planner.expected_constants()
+    assert expected == pytest.approx(
+        planner.expected_seconds(on_gpu, constants["efficiency"], constants["kernelSeconds"])
+    )
+    # Its parts add up: every kernel of the breakdown, each at its roofline, counted.
+    parts = on_gpu["expected"]
+    assert sum(k["seconds"] for k in parts["breakdown"]) == pytest.approx(parts["rooflineSeconds"])
+    on_tpu = planner.plan({**ONE_GPU, "chip": "v5e"})
+    assert "expected" not in on_tpu["stepSeconds"] and on_tpu["expected"] is None
+
+
+def test_the_expected_time_grows_with_the_work():
+    base = planner.plan(ONE_GPU)["stepSeconds"]["expected"]
+    for change in (dict(batch=16), dict(layers=24), dict(seq=4096)):
+        assert planner.plan({**ONE_GPU, **change})["stepSeconds"]["expected"] > base, change
+    # Recomputing the forward pass costs time; keeping everything saves it.
+    assert planner.plan({**ONE_GPU, "remat": "saved"})["stepSeconds"]["expected"] < base
+    # A slower memory (the H100's HBM) makes the same step slower on the same peak FLOPs.
+    assert planner.plan({**ONE_GPU, "chip": "h100"})["stepSeconds"]["expected"] > base
+
+
+def test_the_fit_recovers_the_constants_a_step_was_made_with():
+    configs = [ONE_GPU, {**ONE_GPU, "batch": 16}, {**ONE_GPU, "layers": 4, "remat": "saved"}]
+    made = [(c, planner.expected_seconds(planner.plan(c), 0.5, 20e-6)) for c in configs]
+    fit = planner.fit_expected(made)
+    assert (fit["efficiency"], fit["kernelSeconds"]) == (0.5, 20e-6)
+    assert fit["worst_ratio"] == pytest.approx(1.0)
+
+
+def test_the_fit_refuses_what_it_cannot_fit():
+    with pytest.raises(planner.PlannerError, match="at least one"):
+        planner.fit_expected([])
+    with pytest.raises(planner.PlannerError, match="GPU steps only"):
+        planner.fit_expected([({**ONE_GPU, "chip": "v5e"}, 1.0)])

@@ -36,7 +36,7 @@ def execution_fingerprint() -> str:
     sources = [
         *(ROOT / "src" / "spmd_guide").rglob("*.py"),
         # The recorded GPU runs, which pages print and assert.
-        *(ROOT / "src" / "spmd_guide" / "recorded_gpu_runs").glob("*.json"),
+        *sorted((ROOT / "src" / "spmd_guide" / "recorded_gpu_runs").rglob("*.json")),
         *(ROOT / "examples").rglob("*.py"),
         # The planner's and the explorer's formulas, which their pages run through
         # spmd_guide.planner and spmd_guide.explorer.

@@ -1,6 +1,6 @@
 """GPU measurements kept in the repository: one JSON file per run, in ``recorded_gpu_runs/``,
 each naming where and how it was measured. No build re-runs them; pages state a GPU figure only
-through the role that docs/_ext/gpu_figures.py defines, which reads it from a file here.
+through the role that docs/_ext/gpu_figures.py defines, which reads it from the file it names.
 
 ``benchmarks/gpu_measure.py`` writes new files on a machine with a GPU; the first file was typed
 in from the notes of an earlier run, and says so in its provenance.
@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 RECORDED = Path(__file__).resolve().parent / "recorded_gpu_runs"
+# Steps a person measured beside a recorded run and typed in from their note: fewer figures than
+# a run (no plans, no observations), each file naming the run it was measured beside.
+NOTED = RECORDED / "noted"
 
 # The format benchmarks/gpu_measure.py writes. Format 1 files recorded by that script listed an
 # asynchronous collective's operands and results alike; reading them, each value is kept once.
@@ -59,6 +62,14 @@ STEP = (
     "peak_flops_per_second",
     "bytes_limit",
 )
+NOTED_STEP = (
+    "configuration",
+    "planner_chip",
+    "argument_bytes",
+    "temporary_bytes",
+    "without_preallocation",
+    "with_preallocation",
+)
 OBSERVATIONS = (
     "memory_reserved_fraction",
     "memory_fraction_variable",
@@ -74,30 +85,7 @@ class GpuRunError(ValueError):
 
 
 def _check(data: Any, where: str) -> None:
-    if not isinstance(data, dict):
-        raise GpuRunError(f"{where}: the file holds {type(data).__name__}, not a JSON object")
-    if data.get("format") not in READABLE_FORMATS:
-        raise GpuRunError(
-            f"{where}: 'format' is {data.get('format')!r}; this module reads formats "
-            f"{', '.join(map(str, READABLE_FORMATS))}"
-        )
-    provenance = data.get("provenance")
-    if not isinstance(provenance, dict):
-        raise GpuRunError(f"{where}: no 'provenance' object naming the GPU, versions and date")
-    missing = [key for key in PROVENANCE if key not in provenance]
-    if missing:
-        raise GpuRunError(f"{where}: 'provenance' lacks {', '.join(missing)}")
-    empty = [
-        key for key in PROVENANCE if provenance[key] in (None, "") and key not in MAY_BE_UNRECORDED
-    ]
-    if empty:
-        raise GpuRunError(f"{where}: 'provenance' leaves {', '.join(empty)} empty; fill them in")
-    unrecorded = [key for key in MAY_BE_UNRECORDED if provenance[key] is None]
-    if unrecorded and "typed in" not in provenance["recorded_by"]:
-        raise GpuRunError(
-            f"{where}: {', '.join(unrecorded)} left null in a file not typed in; a file "
-            "written by benchmarks/gpu_measure.py records them"
-        )
+    _check_provenance(data, where)
     absent = [section for section in SECTIONS if section not in data]
     if absent:
         raise GpuRunError(f"{where}: no {', '.join(absent)} section")
@@ -129,6 +117,55 @@ def _check(data: Any, where: str) -> None:
         raise GpuRunError(f"{where}: the pages read what it lacks: {', '.join(lacking)}")
 
 
+def _check_provenance(data: Any, where: str) -> None:
+    if not isinstance(data, dict):
+        raise GpuRunError(f"{where}: the file holds {type(data).__name__}, not a JSON object")
+    if data.get("format") not in READABLE_FORMATS:
+        raise GpuRunError(
+            f"{where}: 'format' is {data.get('format')!r}; this module reads formats "
+            f"{', '.join(map(str, READABLE_FORMATS))}"
+        )
+    provenance = data.get("provenance")
+    if not isinstance(provenance, dict):
+        raise GpuRunError(f"{where}: no 'provenance' object naming the GPU, versions and date")
+    missing = [key for key in PROVENANCE if key not in provenance]
+    if missing:
+        raise GpuRunError(f"{where}: 'provenance' lacks {', '.join(missing)}")
+    empty = [
+        key for key in PROVENANCE if provenance[key] in (None, "") and key not in MAY_BE_UNRECORDED
+    ]
+    if empty:
+        raise GpuRunError(f"{where}: 'provenance' leaves {', '.join(empty)} empty; fill them in")
+    unrecorded = [key for key in MAY_BE_UNRECORDED if provenance[key] is None]
+    if unrecorded and "typed in" not in provenance["recorded_by"]:
+        raise GpuRunError(
+            f"{where}: {', '.join(unrecorded)} left null in a file not typed in; a file "
+            "written by benchmarks/gpu_measure.py records them"
+        )
+
+
+def _check_noted(data: Any, where: str) -> None:
+    _check_provenance(data, where)
+    if "typed in" not in data["provenance"]["recorded_by"]:
+        raise GpuRunError(f"{where}: a noted step is typed in; 'recorded_by' must say so")
+    if data.get("beside") not in recorded():
+        raise GpuRunError(
+            f"{where}: 'beside' is {data.get('beside')!r}; name the recorded run the step was "
+            f"measured beside, one of {', '.join(recorded())}"
+        )
+    steps = data.get("steps_on_one_gpu")
+    if not isinstance(steps, list) or not steps:
+        raise GpuRunError(f"{where}: no 'steps_on_one_gpu' list of at least one step")
+    lacking = [
+        f"steps_on_one_gpu.{at}.{key}"
+        for at, step in enumerate(steps)
+        for key in NOTED_STEP
+        if key not in step
+    ]
+    if lacking:
+        raise GpuRunError(f"{where}: the pages read what it lacks: {', '.join(lacking)}")
+
+
 @dataclass(frozen=True)
 class GpuRun:
     """One recorded run on a GPU."""
@@ -142,12 +179,23 @@ class GpuRun:
         return provenance
 
     @property
+    def measured(self) -> bool:
+        """Whether benchmarks/gpu_measure.py wrote the file, rather than a person typing it in."""
+        return bool(self.provenance["recorded_by"] == RECORDED_BY_SCRIPT)
+
+    @property
     def label(self) -> str:
-        """Where and when, as a page labels the run's figures."""
+        """Where, when and how, as a page labels the run's figures."""
         p = self.provenance
         gpus = "one" if p["gpus"] == 1 else str(p["gpus"])
+        if self.measured:
+            how = "by benchmarks/gpu_measure.py"
+        elif "beside" in self.data:
+            how = f"typed in from a note written beside the run {self.data['beside']}"
+        else:
+            how = "typed in from that run's notes"
         return (
-            f"measured on {gpus} {p['gpu']} with JAX {p['jax']}, {p['date']}; "
+            f"measured on {gpus} {p['gpu']} with JAX {p['jax']}, {p['date']}, {how}; "
             "recorded, not re-run by this build"
         )
 
@@ -194,11 +242,14 @@ _DERIVED = {
 }
 
 
+RECORDED_BY_SCRIPT = "benchmarks/gpu_measure.py"
+
+
 def _each_value_once(data: dict[str, Any]) -> dict[str, Any]:
     """A format 1 file as the script writes format 2: in a file that benchmarks/gpu_measure.py
     recorded, each asynchronous all-reduce, reduce-scatter or all-to-all listed its operands'
     shapes and then its results'; keep the results. Typed-in files listed each value once."""
-    if data["format"] != 1 or data["provenance"]["recorded_by"] != "benchmarks/gpu_measure.py":
+    if data["format"] != 1 or data["provenance"]["recorded_by"] != RECORDED_BY_SCRIPT:
         return data
     for plan in data["plans_for_8_gpus"].values():
         for collective in plan.get("collectives", []) if isinstance(plan, dict) else []:
@@ -228,14 +279,29 @@ def recorded() -> dict[str, GpuRun]:
     return runs
 
 
+@functools.cache
+def noted() -> dict[str, GpuRun]:
+    """Every noted step's file (``recorded_gpu_runs/noted/``), by file name without ``.json``."""
+    found = {}
+    for path in sorted(NOTED.glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise GpuRunError(f"{path}: cannot be read as JSON: {error}") from error
+        _check_noted(data, path.name)
+        found[path.stem] = GpuRun(path.stem, data)
+    return found
+
+
 def run(name: str) -> GpuRun:
-    """The recorded run ``name``."""
-    runs = recorded()
+    """The recorded run, or the noted steps, called ``name``."""
+    runs = {**recorded(), **noted()}
     if name not in runs:
         raise GpuRunError(f"no recorded GPU run {name!r}; there are {', '.join(runs)}")
     return runs[name]
 
 
-def newest() -> GpuRun:
-    """The run the pages cite: the latest by date (then by name)."""
-    return max(recorded().values(), key=lambda run: (run.provenance["date"], run.name))
+def measured() -> list[GpuRun]:
+    """Every run benchmarks/gpu_measure.py recorded, by name: what a page's claim about GPU
+    behaviour is asserted over, so that a new record either agrees or fails the build."""
+    return [run for run in recorded().values() if run.measured]

@@ -88,6 +88,26 @@ def chips() -> dict[str, Any]:
     return figures
 
 
+def expected_constants() -> dict[str, float]:
+    """The two constants of the expected GPU step time in the planner's script: ``efficiency``
+    and ``kernelSeconds``."""
+    constants: dict[str, float] = _call("expectedJson")
+    return constants
+
+
+def model_flops(config: Mapping[str, Any]) -> float:
+    """The model's FLOPs in one step of ``config``, recomputation not counted: 6 per token for
+    each parameter of the layers and the output projection, and attention's 12·L·s²·h per
+    sequence."""
+    c = {**defaults(), **config}
+    layers = c["layers"] * (4 * c["width"] ** 2 + 2 * c["width"] * c["mlp"])
+    tokens = c["batch"] * c["seq"]
+    return float(
+        6 * (layers + c["vocab"] * c["width"]) * tokens
+        + 12 * c["layers"] * c["seq"] ** 2 * c["width"] * c["batch"]
+    )
+
+
 # The step the formulas describe. Each layer's weights are stacked over the layers and the
 # layers run under jax.lax.scan, as large models run. The names given to checkpoint_name are the
 # activations the formulas count; a remat policy says which of them the backward pass keeps.
@@ -750,6 +770,40 @@ DRAWN_SLICE = "v5e:2x4"
 
 _SHAPES = ((1024, 8), (1024, 16), (2048, 16), (2048, 32), (3072, 24), (4096, 32))
 _MESHES = ((1, 8, 1), (1, 4, 2), (1, 2, 4), (1, 1, 8), (2, 4, 1), (2, 2, 2), (2, 1, 4), (4, 2, 1))
+
+
+def expected_seconds(answer: Mapping[str, Any], efficiency: float, kernel_seconds: float) -> float:
+    """The expected step time of a GPU ``answer`` of :func:`plan` under the two constants given,
+    by the formula of ``stepSeconds.expected``."""
+    parts = answer["expected"]
+    work = parts["rooflineSeconds"] / efficiency + parts["kernels"] * kernel_seconds
+    return float(max(answer["stepSeconds"]["overlapped"], work + parts["communicationSeconds"]))
+
+
+def fit_expected(measured: Sequence[tuple[Mapping[str, Any], float]]) -> dict[str, float]:
+    """The two constants of the expected step time that fit measured GPU steps best, each step a
+    configuration (its ``chip`` a GPU) and its measured seconds: the efficiency (0.30 to 1.00, in
+    hundredths) and the overhead per kernel (0 to 100 microseconds, in whole ones) that make the
+    largest error, as a ratio either way, the smallest. Returns them with that error."""
+    if not measured:
+        raise PlannerError("fit_expected needs at least one measured step")
+    answers = [(plan(config), seconds) for config, seconds in measured]
+    not_gpu = [a["chip"]["key"] for a, _ in answers if a["expected"] is None]
+    if not_gpu:
+        raise PlannerError(
+            f"fit_expected fits GPU steps only; these chips have no expected time: {not_gpu}"
+        )
+    best: tuple[float, float, float] | None = None
+    for hundredths in range(30, 101):
+        for microseconds in range(0, 101):
+            e, k = hundredths / 100, microseconds / 1e6
+            worst = max(
+                abs(math.log(expected_seconds(a, e, k) / seconds)) for a, seconds in answers
+            )
+            if best is None or worst < best[0] - 1e-12:
+                best = (worst, e, k)
+    assert best is not None
+    return {"efficiency": best[1], "kernelSeconds": best[2], "worst_ratio": math.exp(best[0])}
 
 
 def drawn_configurations(

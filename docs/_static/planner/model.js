@@ -13,17 +13,23 @@
   //
   // hbm is the memory a program may use, in bytes. TPUs: what the TPU compiler offers a program
   // on one chip, as its refusals state it ("exceeds available HBM (15.75G)"); the planner page's
-  // build reads it again from libtpu. GPUs: what JAX takes of the card by default, 75%
-  // (XLA_CLIENT_MEM_FRACTION changes it). H100: measured, memory_stats()["bytes_limit"] on an
-  // H100 80GB HBM3 (JAX 0.11.2, November 2026). H200: 75% of its datasheet's 141 GB, not measured.
+  // build reads it again from libtpu. GPUs: what JAX's allocator may hand out by default, its
+  // memory_stats()["bytes_limit"] as recorded on the card (about 75% of it; XLA_CLIENT_MEM_FRACTION
+  // changes the share): H100 80GB HBM3 in the run h100-2026-11-jax-0.11.2, H200 in
+  // h200-2026-11-28-jax-0.11.2 (src/spmd_guide/recorded_gpu_runs; the planner page checks both).
   const GiB = 2 ** 30;
   const CHIPS = {
     v5e: { name: "TPU v5e", hbm: 15.75 * GiB, hbmBandwidth: 8.1e11, flops: 1.97e14, link: 4.5e10, kind: "tpu" },
     v5p: { name: "TPU v5p", hbm: 95.73 * GiB, hbmBandwidth: 2.8e12, flops: 4.59e14, link: 9e10, wrapsEvery: 4, kind: "tpu" },
     v6e: { name: "TPU v6e", hbm: 31.24 * GiB, hbmBandwidth: 1.6e12, flops: 9.2e14, link: 9e10, kind: "tpu" },
     h100: { name: "H100 SXM", hbm: 63.76e9, hbmBandwidth: 3.35e12, flops: 9.89e14, link: 4.5e11, kind: "gpu", nodeGpus: 8, network: 5e10 },
-    h200: { name: "H200 SXM", hbm: 0.75 * 141e9, hbmBandwidth: 4.8e12, flops: 9.89e14, link: 4.5e11, kind: "gpu", nodeGpus: 8, network: 5e10 },
+    h200: { name: "H200 SXM", hbm: 112583507968, hbmBandwidth: 4.8e12, flops: 9.89e14, link: 4.5e11, kind: "gpu", nodeGpus: 8, network: 5e10 },
   };
+
+  // The expected step on a GPU chip (expectedStep below): the two constants fitted on the
+  // recorded one-GPU steps, the share of its roofline a kernel achieves and the time each kernel
+  // adds. spmd_guide.planner.fit_expected fits them; the planner page checks that these are the fit.
+  const EXPECTED = { efficiency: 0.76, kernelSeconds: 37e-6 };
 
   const DTYPE_BYTES = { float32: 4, bfloat16: 2 };
   const REMAT = ["saved", "selective", "full"];
@@ -194,18 +200,18 @@
       `${L}/${p} × ${fmt(keptPerLayer)} × ${inFlight}, with b = ${fmt(rows)} rows per device per microbatch`);
 
     // While it runs: the layer being differentiated, with its attention probabilities
-    // recomputed if they were not kept; the float32 logits, their log-softmax and its gradient;
+    // recomputed if they were not kept; the float32 logits and their gradient;
     // under ZeRO 3 one layer's weights gathered whole. 1F1B's last stage computes a
     // microbatch's loss and lets go of its logits before its layers run backward, so the two
     // are not held at once.
     const layerWhole = A * (tokens * (wide + split) + probs);
     // GPipe computes the loss once, for all microbatches, after the pipeline.
     const logitRows = gpipe ? c.batch / d : rows;
-    const logits = 3 * 4 * logitRows * s * V / t;
+    const logits = 2 * 4 * logitRows * s * V / t;
     const gathered = z === 3 ? 2 * A * perLayer / t : 0;
     const oneFOneB = p > 1 && !gpipe;
     const layerFormula = "bytes(act)·(b·s·(4h/sp + (4h+2f)/t) + b·(n/t)·s²)";
-    const logitFormula = "3 × 4·" + (gpipe ? "(B/d)" : "b") + "·s·V/t";
+    const logitFormula = "2 × 4·" + (gpipe ? "(B/d)" : "b") + "·s·V/t";
     memory.working = entry(
       (oneFOneB ? Math.max(layerWhole, logits) : layerWhole + logits) + gathered,
       (oneFOneB ? `max(${layerFormula}, ${logitFormula})` : `${layerFormula} + ${logitFormula}`) +
@@ -297,6 +303,25 @@
       Object.entries(perAxis).map(([axis, seconds]) => `${seconds.toExponential(2)} s (${axis})`).join(", max of ") || "0");
     const bound = Math.max(compute, time.memory.value, busiestAxis);
 
+    const stepSeconds = { overlapped: bound, serial: compute + commSeconds };
+    let expected = null;
+    if (chip.kind === "gpu") {
+      const kernels = stepKernels(c, chip);
+      const roofline = kernels.reduce((sum, k) => sum + k.count * k.seconds, 0);
+      const launched = kernels.reduce((sum, k) => sum + k.count, 0);
+      const work = roofline / EXPECTED.efficiency + launched * EXPECTED.kernelSeconds;
+      stepSeconds.expected = Math.max(bound, work + commSeconds);
+      expected = {
+        rooflineSeconds: roofline, kernels: launched, communicationSeconds: commSeconds,
+        ...EXPECTED,
+        ...entry(stepSeconds.expected,
+          "max(bound, Σ kernels' roofline / efficiency + kernels × overhead + communication, not overlapped)",
+          `max(${bound.toExponential(3)}, ${roofline.toExponential(3)} s / ${EXPECTED.efficiency} + ` +
+          `${fmt(launched)} × ${EXPECTED.kernelSeconds.toExponential(1)} s + ${commSeconds.toExponential(3)} s)`),
+        breakdown: kernels.map(({ what, count, seconds }) => ({ what, count, seconds: count * seconds })),
+      };
+    }
+
     return {
       config: c,
       chip: { key: c.chip, ...chip },
@@ -307,9 +332,61 @@
       fits: memoryTotal <= chip.hbm,
       comms,
       time,
-      stepSeconds: { overlapped: bound, serial: compute + commSeconds },
+      stepSeconds,
+      expected,
       tokensPerSecond: c.batch * s / bound,
     };
+  }
+
+  // The kernels one device runs in a step, as the expected time counts them: each with its
+  // FLOPs and the bytes it reads and writes, timed at its roofline (the larger of FLOPs at the
+  // chip's peak and bytes at its HBM bandwidth). Matrix products, attention's two products per
+  // head and the memory-bound steps between them (normalisation, softmax, residual adds, the
+  // activation, the loss, casts, the optimizer's update). A backward pass counts twice a forward
+  // one; remat adds the forward work it recomputes; a pipeline's bubble stretches every layer.
+  function stepKernels(c, chip) {
+    const A = DTYPE_BYTES[c.act_dtype], P = DTYPE_BYTES[c.param_dtype];
+    const G = DTYPE_BYTES[c.grad_dtype], O = DTYPE_BYTES[c.opt_dtype];
+    const { layers: L, width: h, heads: n, mlp: f, vocab: V, seq: s } = c;
+    const { data: d, tensor: t, pipe: p, microbatches: m } = c;
+    const fsdp = c.zero === 3 ? d : 1, stateSplit = c.zero >= 1 ? d : 1;
+    const sp = c.sequence_parallel ? t : 1;
+    const rows = c.batch / (d * m), tokens = rows * s, headsHere = n / t, dh = h / n;
+    const perLayer = 4 * h * h + 2 * h * f, edges = 2 * V * h;
+    const held = (split) => (L / p) * perLayer / t / split + edges / t / split;
+    const roof = (flops, bytes) => Math.max(flops / chip.flops, bytes / chip.hbmBandwidth);
+    const matmul = (M, K, N, batch = 1) => roof(2 * batch * M * K * N, A * batch * (M * K + K * N + M * N));
+    const memory = (bytes) => roof(0, bytes);
+    const scores = rows * headsHere * s * s;
+    const forward = [
+      ["layer norms", 2, memory(2 * A * tokens * h / sp)],
+      ["q, k, v projections", 3, matmul(tokens, h, h / t)],
+      ["attention scores", 1, matmul(s, dh, s, rows * headsHere)],
+      ["softmax", 1, memory(2 * A * scores)],
+      ["attention values", 1, matmul(s, s, dh, rows * headsHere)],
+      ["output projection", 1, matmul(tokens, h / t, h)],
+      ["residual adds", 2, memory(3 * A * tokens * h / sp)],
+      ["MLP up", 1, matmul(tokens, h, f / t)],
+      ["activation", 1, memory(2 * A * tokens * f / t)],
+      ["MLP down", 1, matmul(tokens, f / t, h)],
+      ["weights cast", 6, memory(perLayer / t * (P / fsdp + A) / 6)],
+    ];
+    const recomputed = { saved: [], selective: ["attention scores", "softmax"], full: forward.map((k) => k[0]) }[c.remat];
+    // Per layer: forward once, backward twice over, and the recomputed part once more; for each
+    // microbatch, in every tick of a pipeline's schedule.
+    const layerRuns = (L / p) * m * (p > 1 ? (m + p - 1) / m : 1);
+    const kernels = forward.map(([what, count, seconds]) => ({
+      what, count: count * layerRuns * (3 + (recomputed.includes(what) ? 1 : 0)), seconds,
+    }));
+    const logits = tokens * V / t;
+    kernels.push(
+      { what: "embedding", count: 3 * m, seconds: memory(2 * A * tokens * h) },
+      { what: "unembedding", count: 3 * m, seconds: matmul(tokens, h, V / t) },
+      { what: "loss on float32 logits", count: 3 * m, seconds: memory(2 * 4 * logits) },
+      { what: "optimizer update", count: 8 * 3, seconds: memory((held(stateSplit) * (2 * P + G + 4 * O) + held(fsdp) * (P + G)) / 24) },
+    );
+    if (m > 1) kernels.push({ what: "gradient accumulation", count: 8 * m, seconds: memory(3 * G * held(fsdp) / 8) });
+    return kernels;
   }
 
   // The settings a reader can change without changing the model, the batch, the chip or the
@@ -394,10 +471,11 @@
   }
 
   root.spmdPlanner = {
-    CHIPS, DEFAULTS, DTYPE_BYTES, REMAT, SCHEDULES, plan, check, fragment, planJson, suggest,
+    CHIPS, DEFAULTS, DTYPE_BYTES, EXPECTED, REMAT, SCHEDULES, plan, check, fragment, planJson, suggest,
     suggestJson: (text) => JSON.stringify(suggest(JSON.parse(text))),
     fragmentJson: (text) => fragment(JSON.parse(text)),
     defaultsJson: () => JSON.stringify(DEFAULTS),
     chipsJson: () => JSON.stringify(CHIPS),
+    expectedJson: () => JSON.stringify(EXPECTED),
   };
 })(globalThis);

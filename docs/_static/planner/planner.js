@@ -254,8 +254,12 @@
       `(${answer.config.pipe} × ${answer.config.data} × ${answer.config.tensor}, pipe × data × tensor): ` +
       `${gib(answer.memoryTotal)} GiB per device of ${capacity(chip.hbm)} GiB, ` +
       `${words}. A step takes at least ${seconds(answer.stepSeconds.overlapped)} ` +
-      `at the chip's peak rates (${seconds(answer.stepSeconds.serial)} if no communication overlaps compute).`;
+      `at the chip's peak rates (${seconds(answer.stepSeconds.serial)} if no communication overlaps compute)` +
+      (answer.stepSeconds.expected === undefined ? "; no step has been measured on this chip, so that bound is all there is." :
+        `, and can be expected to take about ${seconds(answer.stepSeconds.expected)} on this GPU ` +
+        `(fitted on the steps recorded on GPUs).`);
     summary.dataset.fits = String(answer.fits);
+    if (answer.stepSeconds.expected !== undefined) summary.dataset.expected = String(answer.stepSeconds.expected);
     results.replaceChildren(
       summary,
       ...[measuredLine(answer)].filter(Boolean),
@@ -303,7 +307,8 @@
       `${c.layers} layers of width ${c.width}, batch ${c.batch} of ${c.seq} tokens, ${c.remat} remat, ` +
       `on ${step.devices} ${answer.chip.name}: ` +
       `${seconds(step.seconds)} a step, ${figure(step.seconds / step.bound)} times the planner's bound ` +
-      `of ${seconds(step.bound)} for it, at ${figure(100 * step.mfu)}% model FLOPs utilisation; ` +
+      `of ${seconds(step.bound)} for it and ${figure(step.seconds / step.expected)} times its expected ` +
+      `${seconds(step.expected)}, at ${figure(100 * step.mfu)}% model FLOPs utilisation; ` +
       `${step.label}.`;
     return line;
   }
