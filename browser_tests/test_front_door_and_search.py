@@ -6,6 +6,7 @@ import html
 import json
 import re
 import tomllib
+from pathlib import Path
 from urllib.parse import quote, urldefrag, urljoin
 
 import pytest
@@ -257,6 +258,60 @@ PASTED_ERRORS = {
         "guide/explicit-ops#explicit-ops-indexing"
     ),
 }
+
+
+# Error lines as users pasted them in public threads, each with its address and the section
+# that answers it (null where the site has none), collected before the search was tuned.
+PASTED_LINES = json.loads((Path(__file__).with_name("pasted_errors.json")).read_text())["lines"]
+
+CLOSEST = """
+lines => lines.map(line => {
+  const found = ErrorSearch.closest(line);
+  return found ? `${found.page}#${found.anchor}` : null;
+})
+"""
+
+
+def test_real_pasted_errors_land_on_their_entry_or_fall_back_to_sphinx(context, site_url):
+    tab = context.new_page()
+    tab.goto(f"{site_url}search.html", wait_until="load")
+    tab.wait_for_function("Search.hasIndex()", timeout=15_000)
+    found = tab.evaluate(CLOSEST, [item["line"] for item in PASTED_LINES])
+    tab.close()
+    answered = [(item, got) for item, got in zip(PASTED_LINES, found, strict=True) if item["entry"]]
+    missed = [
+        (item["line"][:90], item["entry"], got) for item, got in answered if got != item["entry"]
+    ]
+    assert len(answered) >= 30 and len(missed) <= 0.05 * len(answered), missed
+    # A line the site has no entry for gets Sphinx's own results, not a wrong entry.
+    unanswered = [
+        (item, got) for item, got in zip(PASTED_LINES, found, strict=True) if not item["entry"]
+    ]
+    wrong = [(item["line"][:90], got) for item, got in unanswered if got is not None]
+    assert len(unanswered) >= 10 and not wrong, wrong
+
+
+def test_a_pasted_multi_line_traceback_leads_to_its_section(context, site_url):
+    # A whole traceback, pasted into the search box (which keeps it on one line).
+    traceback = (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 41, in <module>\n'
+        "    state = step(state, batch)\n"
+        '  File "train.py", line 30, in step\n'
+        "    return jax.shard_map(body, mesh=mesh, in_specs=P('data'), out_specs=P('data'))(x)\n"
+        "NotImplementedError: Closing over inputs to shard_map where the input is sharded on "
+        "`Explicit` axes is not implemented. As a workaround, please pass those inputs as an "
+        "argument to shard_map. Got input with shape f32[1024,512@data]({Explicit: ('data',)})"
+    )
+    tab = context.new_page()
+    tab.goto(f"{site_url}search.html", wait_until="load")
+    box = tab.locator("input[name='q']").first
+    box.fill(traceback)
+    box.press("Enter")
+    tab.wait_for_selector("#search-results ul.search li", timeout=15_000)
+    first = tab.locator("#search-results ul.search li a").first.get_attribute("href")
+    tab.close()
+    assert first.endswith("troubleshooting.html#troubleshooting-explicit-closure"), first
 
 
 @pytest.mark.parametrize(("message", "section"), PASTED_ERRORS.items())

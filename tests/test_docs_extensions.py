@@ -511,12 +511,33 @@ def test_an_error_a_page_raises_is_found_with_its_section():
     assert found == {
         "anchor": "the-section",
         "title": title,
-        "message": "ValueError: can't go: x of f",
+        # The whole message: its first line and the lines after it, which a reader may paste.
+        "message": "ValueError: can't go: x of f more",
         "titled": False,  # "bad thing" is not in the message
     }
     quote = "\u201cx of \u2026 can\u2019t go\u201d"
     assert error_search.title_quotes(quote, "no: x of f, can't go")
     assert error_search.quoted_titles(document)[0]["message"] == "bad thing \u2026 can't go"
+
+
+def test_a_message_quoted_in_a_sections_prose_is_found_with_it():
+    document = _section_raising("A title", "ValueError: raised")
+    section = document[0]
+    paragraph = nodes.paragraph()
+    paragraph += nodes.Text("Older versions said ")
+    paragraph += nodes.literal(text="Check failed: !IsManual()")
+    paragraph += nodes.Text(", and the flag is ")
+    paragraph += nodes.literal(text="XLA_PYTHON_CLIENT_PREALLOCATE=false")  # a name, not a message
+    paragraph += nodes.literal(text="jax.shard_map")
+    section += paragraph
+    assert error_search.quoted_in_prose(document) == [
+        {
+            "anchor": "the-section",
+            "title": "A title",
+            "message": "Check failed: !IsManual()",
+            "titled": False,
+        }
+    ]
 
 
 def test_a_section_whose_title_quotes_a_message_comes_before_another_raising_it():

@@ -7,8 +7,9 @@ traceback of each cell tagged ``raises-exception``) with the section it is raise
 them to ``_static/error-messages.js``. The search page's ``_static/error-search.js`` compares
 the query with each message word by word and lists the closest section first.
 
-On the pages named in ``error_search_pages`` (conf.py), a section whose title quotes a message
-is found by that quote too, so an error shown from another process's output is found as well.
+On the pages named in ``error_search_pages`` (conf.py), a section whose title quotes a message,
+or whose prose quotes one as inline code, is found by that quote too, so an error shown from
+another process's output, or an older version's words for it, is found as well.
 Where one message is raised in several sections, the one whose title quotes it comes first, then
 the pages in ``error_search_pages`` in their order, then the rest by name.
 """
@@ -36,6 +37,27 @@ def first_line(traceback: str) -> str:
         if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Warning|Exit):", lines[index]):
             return lines[index]
     return lines[-1] if lines else ""
+
+
+# A message's own lines after its first: a reader may paste any of them.
+MESSAGE_LENGTH = 800
+
+
+def message(traceback: str) -> str:
+    """The whole message a traceback ends with: its ``SomeError: …`` line and the lines after
+    it, joined, up to MESSAGE_LENGTH characters."""
+    lines = [line.strip() for line in traceback.strip().splitlines() if line.strip()]
+    start = first_line(traceback)
+    if start not in lines:
+        return start
+    at = len(lines) - 1 - lines[::-1].index(start)
+    return " ".join(lines[at:])[:MESSAGE_LENGTH]
+
+
+# An error quoted in a page's prose, as inline code: a message's words, not a name.
+QUOTED_ERROR = re.compile(
+    r"(Error|Exception|Warning|[Ff]ailed|[A-Z]{4,}_[A-Z_]+\b|requires|must|not allowed)"
+)
 
 
 def title_quotes(title: str, message: str) -> bool:
@@ -66,7 +88,7 @@ def raised_errors(doctree: nodes.document) -> list[dict[str, Any]]:
                     {
                         "anchor": section["ids"][0],
                         "title": title,
-                        "message": line,
+                        "message": message(output.astext()),
                         "titled": title_quotes(title, line),
                     }
                 )
@@ -86,13 +108,39 @@ def quoted_titles(doctree: nodes.document) -> list[dict[str, Any]]:
     return found
 
 
+def quoted_in_prose(doctree: nodes.document) -> list[dict[str, Any]]:
+    """Each message a section quotes as inline code in its prose (an older version's words, an
+    error from another process): the quote, as that section's message."""
+    found = []
+    for literal in doctree.findall(nodes.literal):
+        text = literal.astext()
+        if len(text) < 12 or " " not in text.strip():  # a phrase, not a name
+            continue
+        if not QUOTED_ERROR.search(text) or not isinstance(literal.parent, nodes.paragraph):
+            continue
+        section = literal.parent
+        while section is not None and not isinstance(section, nodes.section):
+            section = section.parent
+        if section is None or not section["ids"]:
+            continue
+        found.append(
+            {
+                "anchor": section["ids"][0],
+                "title": section[0].astext(),
+                "message": text,
+                "titled": False,
+            }
+        )
+    return found
+
+
 def _read(app: Sphinx, doctree: nodes.document) -> None:
     env = app.env
     if not hasattr(env, "spmd_raised_errors"):
         env.spmd_raised_errors = {}
     records = raised_errors(doctree)
     if env.docname in app.config.error_search_pages:
-        records += quoted_titles(doctree)
+        records += quoted_titles(doctree) + quoted_in_prose(doctree)
     env.spmd_raised_errors[env.docname] = records
 
 
