@@ -540,6 +540,37 @@ def test_a_message_quoted_in_a_sections_prose_is_found_with_it():
     ]
 
 
+def test_an_error_a_hidden_cell_asserts_on_is_found_with_its_section():
+    source = "\n".join(
+        [
+            "# A title",
+            "```{code-cell} ipython3",
+            ":tags: [remove-cell]",
+            "",
+            "try:",
+            "    restore()",
+            "except ValueError as error:",
+            '    assert "ValueError Topology mismatch detected" in str(error)',
+            'assert "12 GiB in all" in str(report)  # a figure, not an error',
+            'assert "memory_fraction = os.getenv(\'X_FAILED\'" in source  # a line of code',
+            "```",
+            "```{code-cell} ipython3",
+            "",
+            'assert "this one is shown, and fails loudly" in shown',
+            "```",
+        ]
+    )
+    document = _section_raising("A title", "ValueError: raised")
+    assert error_search.asserted_in_hidden_cells(source, document) == [
+        {
+            "anchor": "the-section",
+            "title": "a title",
+            "message": "ValueError Topology mismatch detected",
+            "titled": False,
+        }
+    ]
+
+
 def test_a_section_whose_title_quotes_a_message_comes_before_another_raising_it():
     by_page = {
         "a-page": [{"anchor": "a", "title": "t", "message": "E: m", "titled": False}],

@@ -7,6 +7,9 @@ traceback of each cell tagged ``raises-exception``) with the section it is raise
 them to ``_static/error-messages.js``. The search page's ``_static/error-search.js`` compares
 the query with each message word by word and lists the closest section first.
 
+An error a hidden cell asserts on (one it catches, or another process's output it reads) is
+found by the phrase the assertion quotes, in the section the cell is in.
+
 On the pages named in ``error_search_pages`` (conf.py), a section whose title quotes a message,
 or whose prose quotes one as inline code, is found by that quote too, so an error shown from
 another process's output, or an older version's words for it, is found as well.
@@ -134,11 +137,56 @@ def quoted_in_prose(doctree: nodes.document) -> list[dict[str, Any]]:
     return found
 
 
+# In a hidden cell, an assertion that an error's text holds a phrase: `assert "…" in …`.
+ASSERTED_TEXT = re.compile(r"""assert\s+(?P<q>["'])(?P<text>(?:(?!(?P=q)).){12,})(?P=q)\s+in\b""")
+HIDDEN_TAGS = re.compile(r"^:?tags:\s*\[(?P<tags>[^\]]*)\]", re.M)
+
+
+def _plain_title(text: str) -> str:
+    return " ".join(re.sub("[`\"'\u2018\u2019\u201c\u201d*]", "", text).split()).lower()
+
+
+def asserted_in_hidden_cells(source: str, doctree: nodes.document) -> list[dict[str, Any]]:
+    """Each error phrase a hidden cell asserts an error's text holds (an error caught, or another
+    process's output read, where no cell shows it), with the section the cell is in."""
+    anchors = {
+        _plain_title(section[0].astext()): section["ids"][0]
+        for section in doctree.findall(nodes.section)
+        if section["ids"]
+    }
+    found: list[dict[str, Any]] = []
+    heading, cell, in_cell = "", [], False
+    for line in source.splitlines():
+        if not in_cell and line.startswith("```{code-cell}"):
+            in_cell, cell = True, []
+        elif in_cell and line.strip() == "```":
+            in_cell = False
+            body = "\n".join(cell)
+            tags = HIDDEN_TAGS.search(body)
+            if not tags or "remove-cell" not in tags.group("tags") or heading not in anchors:
+                continue
+            for match in ASSERTED_TEXT.finditer(body):
+                text = match.group("text")
+                code = re.search(r"\w \= \w|\w\(", text)  # a line of source, not a message
+                if " " in text and QUOTED_ERROR.search(text) and not code:
+                    found.append(
+                        {"anchor": anchors[heading], "title": heading, "message": text, "titled": False}
+                    )
+        elif in_cell:
+            cell.append(line)
+        elif re.match(r"^#{1,6} \S", line):
+            heading = _plain_title(line.lstrip("#"))
+    return found
+
+
 def _read(app: Sphinx, doctree: nodes.document) -> None:
     env = app.env
     if not hasattr(env, "spmd_raised_errors"):
         env.spmd_raised_errors = {}
     records = raised_errors(doctree)
+    source = Path(env.doc2path(env.docname))
+    if source.suffix == ".md":
+        records += asserted_in_hidden_cells(source.read_text(encoding="utf-8"), doctree)
     if env.docname in app.config.error_search_pages:
         records += quoted_titles(doctree) + quoted_in_prose(doctree)
     env.spmd_raised_errors[env.docname] = records
@@ -177,8 +225,14 @@ def _write(app: Sphinx, exception: Exception | None) -> None:
     )
     static = Path(app.outdir) / "_static"
     static.mkdir(exist_ok=True)
+    # "first": the section is on a page the search prefers for errors (error_search_pages).
+    first = set(app.config.error_search_pages)
     data = json.dumps(
-        [{k: r[k] for k in ("page", "anchor", "title", "message")} for r in records], indent=0
+        [
+            {**{k: r[k] for k in ("page", "anchor", "title", "message")}, "first": r["page"] in first}
+            for r in records
+        ],
+        indent=0,
     )
     (static / "error-messages.js").write_text(f"var ERROR_MESSAGES = {data};\n", encoding="utf-8")
 

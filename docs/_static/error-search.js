@@ -112,11 +112,14 @@ const ErrorSearch = {
       if (matches) found.push({ record, coverage: quoted ? 1 : Math.max(inQuery, inMessage), held });
     }
     if (found.length === 0) return null;
-    // Of the messages whose share is within 0.2 of the best, the one with the most weight held
-    // (the longer match); of those, the first in ERROR_MESSAGES' order.
+    // Of the messages whose share is within 0.2 of the best: those on the pages written for
+    // errors first (troubleshooting), then the one with the most weight held (the longer
+    // match); of those, the first in ERROR_MESSAGES' order.
     const top = Math.max(...found.map((f) => f.coverage));
     const near = found.filter((f) => f.coverage >= top - 0.2);
-    return near.reduce((best, f) => (f.held > best.held + 1e-9 ? f : best)).record;
+    const better = (f, best) =>
+      Boolean(f.record.first) !== Boolean(best.record.first) ? Boolean(f.record.first) : f.held > best.held + 1e-9;
+    return near.reduce((best, f) => (better(f, best) ? f : best)).record;
   },
 };
 
