@@ -60,11 +60,14 @@ def join_the_job() -> bool:
         value = os.environ.get(name)
         return int(value) if value else None
 
-    # Set before joining: it makes the job's runtime tolerate a process that fails.
+    # Set before joining: it makes the job's runtime tolerate a process that fails. Process 0
+    # reads it, when it starts the job's coordination service; set it in every process anyway.
     jax.config.update("jax_enable_recoverability", True)
     # JAX reads JAX_COORDINATOR_ADDRESS itself but not these two, which the repository's
     # launcher sets; whatever is left None, JAX takes from srun's, mpirun's, a TPU pod's or
-    # Kubernetes' environment. A process silent for 5 s is taken for failed.
+    # Kubernetes' environment. A process silent for 5 s is taken for failed: 5 s for the
+    # demonstration; a real job wants tens of seconds or more, so that a slow or briefly
+    # unreachable host is not taken for dead.
     num_processes, process_id = number("JAX_NUM_PROCESSES"), number("JAX_PROCESS_ID")
     try:
         jax.distributed.initialize(

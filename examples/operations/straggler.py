@@ -10,12 +10,16 @@ then takes as long per step, since each step's gradient all-reduce waits for the
 arrive: the step times printed by each process cannot tell which one is slow.
 
 Each process records its steps with the JAX profiler into a folder of its own under --trace-dir
-(process_0, process_1, ...), which TensorBoard or Perfetto opens side by side. In the traces the
-slow process's all-reduce is short, and every other process's is long: they wait in it.
+(process_0, process_1, ...): the profiler names its files after the host, so processes that share
+one host would otherwise write the same files. On a cluster, one process to a host, give every
+process the same folder instead, and TensorBoard's profile plugin shows each host of the run. In
+the traces the slow process's all-reduce is short, and every other process's is long: they wait
+in it.
 
-It needs only jax and numpy. Started plainly it runs alone; under srun, mpirun, a TPU pod,
-Kubernetes or the repository's launcher, every process joins one job. On a machine with only a
-CPU, JAX is given 4 CPU devices per process unless JAX_NUM_CPU_DEVICES says otherwise.
+It needs only jax and numpy (and mpi4py under Open MPI 5 or later). Started plainly it runs
+alone; under srun, mpirun, a TPU pod, Kubernetes or the repository's launcher, every process
+joins one job. On a machine with only a CPU, JAX is given 4 CPU devices per process unless
+JAX_NUM_CPU_DEVICES says otherwise.
 """
 
 from __future__ import annotations

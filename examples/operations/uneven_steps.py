@@ -10,7 +10,8 @@ step early and waits to shut down, while every other process runs one more step 
 its gradient all-reduce for P, which never comes. Nothing fails; the job stops making progress.
 
 Three things make such a job tell where it is:
-  * every process prints the SHA-256 of the program it runs (--check-programs compares them
+  * every process prints a fingerprint of the program it runs, the SHA-256 of its lowered text,
+    of JAX's and jaxlib's versions and of the compiler's flags (--check-programs compares them
     across processes before the first step, and stops with the processes that differ: the
     processes of one job must run one program);
   * `kill -USR1 PID` makes a process print every thread's Python stack, and go on;
@@ -22,9 +23,15 @@ them holds before they start. --extra-term-on P gives process P's step a differe
 the others lack), a program that differs without hanging: each process goes on with different
 weights, which --check-programs catches.
 
-It needs only jax and numpy. Started plainly it runs alone; under srun, mpirun, a TPU pod,
-Kubernetes or the repository's launcher, every process joins one job. On a machine with only a
-CPU, JAX is given 4 CPU devices per process unless JAX_NUM_CPU_DEVICES says otherwise.
+--shutdown-timeout and --heartbeat-timeout pass JAX's shutdown_timeout_seconds and
+heartbeat_timeout_seconds (300 and 100 s unless given) to jax.distributed.initialize: without a
+deadline, the hang above lasts until process P's shutdown gives up, and the runtime then ends
+every process and logs which one never reached the shutdown barrier.
+
+It needs only jax and numpy (and mpi4py under Open MPI 5 or later). Started plainly it runs
+alone; under srun, mpirun, a TPU pod, Kubernetes or the repository's launcher, every process
+joins one job. On a machine with only a CPU, JAX is given 4 CPU devices per process unless
+JAX_NUM_CPU_DEVICES says otherwise.
 """
 
 from __future__ import annotations
@@ -57,13 +64,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=float,
         help="print every stack and exit when no step finishes for this many seconds",
     )
+    parser.add_argument(
+        "--shutdown-timeout",
+        type=int,
+        default=300,
+        help="seconds jax.distributed.shutdown() waits for every process (JAX's default 300)",
+    )
+    parser.add_argument(
+        "--heartbeat-timeout",
+        type=int,
+        default=100,
+        help="seconds after which a silent process is taken for dead (JAX's default 100)",
+    )
     args = parser.parse_args(argv)
     if args.deadline is not None and args.deadline <= 0:
         parser.error("--deadline must be a positive number of seconds")
     return args
 
 
-def join_the_job() -> None:
+def join_the_job(shutdown_timeout: int = 300, heartbeat_timeout: int = 100) -> None:
     """Join the other processes of a multi-process job, or go on alone if there is none."""
     import jax
 
@@ -77,7 +96,11 @@ def join_the_job() -> None:
     num_processes, process_id = number("JAX_NUM_PROCESSES"), number("JAX_PROCESS_ID")
     try:
         jax.distributed.initialize(
-            num_processes=num_processes, process_id=process_id, initialization_timeout=60
+            num_processes=num_processes,
+            process_id=process_id,
+            initialization_timeout=60,
+            shutdown_timeout_seconds=shutdown_timeout,
+            heartbeat_timeout_seconds=heartbeat_timeout,
         )
     except ValueError as error:
         if num_processes is None and str(error) == "coordinator_address should be defined.":
@@ -112,13 +135,27 @@ def agree_on_batches(batches: int) -> int:
     return int(multihost_utils.process_allgather(np.int32(batches)).min())
 
 
+def fingerprint(lowered) -> bytes:
+    """SHA-256 of what decides the compiled program: the lowered text, JAX's and jaxlib's
+    versions, and the compiler flags (XLA_FLAGS, and LIBTPU_INIT_ARGS on TPUs)."""
+    import jax
+    import jax.lib
+
+    flags = [
+        " ".join(sorted(os.environ.get(name, "").split()))
+        for name in ("XLA_FLAGS", "LIBTPU_INIT_ARGS")
+    ]
+    parts = [lowered.as_text(), jax.__version__, jax.lib.__version__, *flags]  # jaxlib's
+    return hashlib.sha256("\n".join(parts).encode()).digest()
+
+
 def processes_running_another_program(lowered) -> list[int]:
-    """The processes whose program differs from this one's, compared by SHA-256."""
+    """The processes whose program differs from this one's, compared by fingerprint."""
     import jax
     import numpy as np
     from jax.experimental import multihost_utils
 
-    mine = hashlib.sha256(lowered.as_text().encode()).digest()
+    mine = fingerprint(lowered)
     every = multihost_utils.process_allgather(np.frombuffer(mine, np.uint8))
     return [p for p in range(jax.process_count()) if bytes(every[p]) != mine]
 
@@ -136,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if "JAX_NUM_CPU_DEVICES" not in os.environ:
         jax.config.update("jax_num_cpu_devices", 4)  # used only when the CPU is the platform
-    join_the_job()
+    join_the_job(args.shutdown_timeout, args.heartbeat_timeout)
     me = jax.process_index()
 
     def say(message: str) -> None:
@@ -169,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         return jax.make_array_from_process_local_data(NamedSharding(mesh, P("data")), data[step])
 
     lowered = train_step.lower(w, global_batch(0))
-    say(f"{batches} batches, program {hashlib.sha256(lowered.as_text().encode()).hexdigest()[:16]}")
+    say(f"{batches} batches, program {fingerprint(lowered).hex()[:16]}")
     if args.check_programs and (differing := processes_running_another_program(lowered)):
         say(f"stopping: processes {differing} run another program than this one")
         return 1
