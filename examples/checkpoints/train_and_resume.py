@@ -143,7 +143,11 @@ def fail_like_a_machine(folder: epath.Path, saved: int | None) -> None:
 
 
 def digest(state) -> str:
-    """A short fingerprint of every value in ``state``, the same on any mesh or device count."""
+    """A short fingerprint of every value in ``state``, the same on any mesh or device count.
+
+    For this demonstration only: it gathers the whole model and optimizer state onto every
+    process. A real run would hash each process's own shards and gather the hashes.
+    """
     import jax
     from jax.experimental import multihost_utils
 

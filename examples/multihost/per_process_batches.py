@@ -60,11 +60,30 @@ def dataset():
     return np.arange(GLOBAL_ROWS * WIDTH, dtype=np.float32).reshape(GLOBAL_ROWS, WIDTH)
 
 
-def assemble_batch(local, sharding):
-    """The global array made from every process's ``local`` rows, checked to be even first.
+def row_blocks(sharding) -> int:
+    """How many blocks of rows this process's devices hold: the extent, within this process, of
+    the mesh axes that split the rows (all its devices on a mesh of ``data`` alone; fewer on a
+    ``data`` by ``model`` mesh, whose ``model`` devices hold the same rows)."""
+    import jax
+    import numpy as np
+
+    mesh, spec = sharding.mesh, sharding.spec
+    row_axes = spec[0] if len(spec) else None
+    row_axes = () if row_axes is None else (row_axes,) if isinstance(row_axes, str) else row_axes
+    dims = [mesh.axis_names.index(name) for name in row_axes]
+    mine = np.vectorize(lambda device: device.process_index == jax.process_index())(mesh.devices)
+    return len({tuple(position[dims]) for position in np.argwhere(mine)})
+
+
+def check_rows(rows: int, sharding) -> None:
+    """Check, once at start-up, that every process loads ``rows`` rows a step and that its
+    devices can share them; call it again only when the data configuration changes.
+
+    It gathers every process's count, a device computation the host waits for: called every
+    step, it would hold the host until the previous step is done.
 
     Raises:
-        ValueError: if the processes hold different numbers of rows (every process learns so,
+        ValueError: if the processes load different numbers of rows (every process learns so,
             instead of one building a different global shape and the others waiting for it),
             or a number their devices cannot share; the message says what to drop or pad to.
     """
@@ -72,13 +91,13 @@ def assemble_batch(local, sharding):
     import numpy as np
     from jax.experimental import multihost_utils
 
-    counts = multihost_utils.process_allgather(np.int32(local.shape[0])).tolist()
-    # Each process's rows are split over its own devices, so a count must divide by them.
-    devices = jax.local_device_count()
-    dropped_to = min(counts) // devices * devices
-    padded_to = -(-max(counts) // devices) * devices
+    counts = multihost_utils.process_allgather(np.int32(rows)).tolist()
+    blocks = row_blocks(sharding)
+    dropped_to = min(counts) // blocks * blocks
+    padded_to = -(-max(counts) // blocks) * blocks
     fix = (
-        f"pad them so that each holds {padded_to} (a multiple of each process's {devices} devices)"
+        f"pad them so that each holds {padded_to} (a multiple of the {blocks} blocks of rows "
+        "each process's devices hold)"
     )
     if dropped_to:
         fix = f"drop rows so that each holds {dropped_to}, or {fix}"
@@ -87,12 +106,22 @@ def assemble_batch(local, sharding):
         raise ValueError(
             f"every process must load the same number of rows, but they hold {held}; {fix}"
         )
-    if counts[0] % devices:
+    if counts[0] % blocks:
         raise ValueError(
-            f"each process holds {counts[0]} rows, which its {devices} devices cannot share "
-            f"evenly; {fix}"
+            f"each process holds {counts[0]} rows, which its {jax.local_device_count()} "
+            f"devices cannot share evenly; {fix}"
         )
-    return jax.make_array_from_process_local_data(sharding, local)
+
+
+def assemble_batch(local, sharding, global_shape):
+    """The global array made from this process's ``local`` rows, every step.
+
+    ``global_shape`` comes from the configuration, so that each process checks its own rows
+    against it without asking the others (``check_rows`` did that once, at start-up).
+    """
+    import jax
+
+    return jax.make_array_from_process_local_data(sharding, local, global_shape)
 
 
 def load_and_check(uneven: bool, keep: int | None = None) -> int:
@@ -112,10 +141,11 @@ def load_and_check(uneven: bool, keep: int | None = None) -> int:
     first = index * per_process
     print(f"process {index}: loaded rows {first} to {first + len(mine) - 1}")
     try:
-        batch = assemble_batch(mine, sharding)
+        check_rows(len(mine), sharding)  # once, at start-up
     except ValueError as error:
         print(f"process {index}: {error}")
         return 1
+    batch = assemble_batch(mine, sharding, (len(mine) * count, WIDTH))  # every step
     # Or let JAX ask for exactly the blocks this process's devices hold.
     loaded = []
 

@@ -188,12 +188,14 @@
       r.shape, r.blocks));
     status.textContent = `Result ${r.spec_text}, typed ${r.type}, each device holding ${r.local_shape.join("×") || "a scalar"}; ${answer.collectives.length} collective${answer.collectives.length === 1 ? "" : "s"}.`;
     const table = el("table", {}, el("caption", { text: "The collectives the compiled program holds" }),
-      el("thead", {}, el("tr", {}, ...["collective", "over axes", "per-device shape", "bytes each device sends", `time on ${chip ? chip.name : "a chip"}`].map((h) => el("th", { text: h })))));
+      el("thead", {}, el("tr", {}, ...["collective", "over axes", "per-device shape", "bytes each device sends",
+        `bytes ÷ bandwidth on ${chip ? chip.name : "a chip"}: one direction, no latency, no overlap; an order of magnitude`].map((h) => el("th", { text: h })))));
     const body = el("tbody");
     for (const c of answer.collectives) {
-      const seconds = chip ? explorer.seconds({ bytes_sent: c.bytes }, chip.link) : NaN;
+      const link = chip ? explorer.bandwidth(chip, question.mesh, c.axes) : null;
+      const seconds = link ? explorer.seconds({ bytes_sent: c.bytes }, link.bytesPerSecond) : NaN;
       body.append(el("tr", {}, ...[c.kind, c.axes.join(", "), c.shape.join("×") || "()", Math.round(c.bytes).toLocaleString("en"),
-        Number.isFinite(seconds) ? `${(seconds * 1e6).toFixed(2)} µs` : "-"].map((v) => el("td", { text: v }))));
+        Number.isFinite(seconds) ? `${(seconds * 1e6).toFixed(2)} µs (${link.label})` : "-"].map((v) => el("td", { text: v }))));
     }
     if (!answer.collectives.length) body.append(el("tr", {}, el("td", { colspan: "5", text: "none: every device has what it needs" })));
     table.append(body);

@@ -343,6 +343,28 @@
     return answer.bytes_sent / linkBytesPerSecond;
   }
 
+  // The bandwidth one device has for a collective over `axes` of `mesh` on `chip` (one of the
+  // planner's CHIPS), by the planner's rule (axisBandwidth in docs/_static/planner/model.js): on
+  // a TPU, two ICI links where the ring wraps around (a v5p axis of a multiple of 4), one
+  // otherwise; on GPUs, NVLink per GPU while the devices the axes span fit in one node, the
+  // network beyond. A collective over two axes is given the links of one.
+  function bandwidth(chip, mesh, axes) {
+    const sizes = Object.fromEntries(mesh.axes);
+    if (chip.kind === "tpu") {
+      const wraps = chip.wrapsEvery !== undefined && axes.length > 0 &&
+        axes.every((axis) => sizes[axis] % chip.wrapsEvery === 0);
+      return wraps
+        ? { bytesPerSecond: 2 * chip.link, label: "2 × ICI link (a ring with wraparound)" }
+        : { bytesPerSecond: chip.link, label: "1 × ICI link (no wraparound assumed)" };
+    }
+    const names = mesh.axes.map(([name]) => name);
+    const outermost = Math.min(...axes.map((axis) => names.indexOf(axis)));
+    const span = mesh.axes.slice(outermost).reduce((n, [, size]) => n * size, 1);
+    return span <= chip.nodeGpus
+      ? { bytesPerSecond: chip.link, label: "NVLink per GPU" }
+      : { bytesPerSecond: chip.network, label: "InfiniBand" };
+  }
+
   // Every preset is compiled by the site's build, which asserts that the explorer's layout,
   // collectives, axes and sizes equal the compiled program's.
   const M = (types, axes = [["x", 2], ["y", 4]]) => ({ axes, types });
@@ -389,6 +411,8 @@
     presets: PRESETS,
     presetsJson: () => JSON.stringify(PRESETS),
     bytesSent,
+    bandwidth,
+    bandwidthJson: (chip, mesh, axes) => JSON.stringify(bandwidth(JSON.parse(chip), JSON.parse(mesh), JSON.parse(axes))),
     explain,
     seconds,
     specText,
