@@ -16,8 +16,9 @@ every process can read, on a shared file system (or in a bucket such as gs://, w
 through etils' epath). With --explain, JAX logs each miss with its key, and each process that
 does not write says so.
 
-It needs only jax and numpy. Started plainly it runs alone; under srun, mpirun, a TPU pod,
-Kubernetes or the repository's launcher, every process joins one job. On a machine with only a
+It needs only jax and numpy (and mpi4py under Open MPI 5 or later). Started plainly it runs
+alone; under srun, mpirun, a TPU pod, Kubernetes or the repository's launcher, every process
+joins one job. On a machine with only a
 CPU, JAX is given 4 CPU devices per process unless JAX_NUM_CPU_DEVICES says otherwise.
 """
 
