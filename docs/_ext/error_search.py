@@ -170,7 +170,12 @@ def asserted_in_hidden_cells(source: str, doctree: nodes.document) -> list[dict[
                 code = re.search(r"\w \= \w|\w\(", text)  # a line of source, not a message
                 if " " in text and QUOTED_ERROR.search(text) and not code:
                     found.append(
-                        {"anchor": anchors[heading], "title": heading, "message": text, "titled": False}
+                        {
+                            "anchor": anchors[heading],
+                            "title": heading,
+                            "message": text,
+                            "titled": False,
+                        }
                     )
         elif in_cell:
             cell.append(line)
@@ -229,7 +234,10 @@ def _write(app: Sphinx, exception: Exception | None) -> None:
     first = set(app.config.error_search_pages)
     data = json.dumps(
         [
-            {**{k: r[k] for k in ("page", "anchor", "title", "message")}, "first": r["page"] in first}
+            {
+                **{k: r[k] for k in ("page", "anchor", "title", "message")},
+                "first": r["page"] in first,
+            }
             for r in records
         ],
         indent=0,
