@@ -552,7 +552,7 @@ def test_an_error_a_hidden_cell_asserts_on_is_found_with_its_section():
             "except ValueError as error:",
             '    assert "ValueError Topology mismatch detected" in str(error)',
             'assert "12 GiB in all" in str(report)  # a figure, not an error',
-            'assert "memory_fraction = os.getenv(\'X_FAILED\'" in source  # a line of code',
+            "assert \"memory_fraction = os.getenv('X_FAILED'\" in source  # a line of code",
             "```",
             "```{code-cell} ipython3",
             "",
