@@ -529,15 +529,11 @@ def test_a_message_quoted_in_a_sections_prose_is_found_with_it():
     paragraph += nodes.Text(", and the flag is ")
     paragraph += nodes.literal(text="XLA_PYTHON_CLIENT_PREALLOCATE=false")  # a name, not a message
     paragraph += nodes.literal(text="jax.shard_map")
+    paragraph += nodes.literal(text="buffer has been deleted or donated")  # a message's sentence
+    paragraph += nodes.literal(text="srun --label")  # a command
     section += paragraph
-    assert error_search.quoted_in_prose(document) == [
-        {
-            "anchor": "the-section",
-            "title": "A title",
-            "message": "Check failed: !IsManual()",
-            "titled": False,
-        }
-    ]
+    found = [record["message"] for record in error_search.quoted_in_prose(document)]
+    assert found == ["Check failed: !IsManual()", "buffer has been deleted or donated"]
 
 
 def test_an_error_a_hidden_cell_asserts_on_is_found_with_its_section():

@@ -119,7 +119,9 @@ def quoted_in_prose(doctree: nodes.document) -> list[dict[str, Any]]:
         text = literal.astext()
         if len(text) < 12 or " " not in text.strip():  # a phrase, not a name
             continue
-        if not QUOTED_ERROR.search(text) or not isinstance(literal.parent, nodes.paragraph):
+        # A message's words, or a sentence of 4 or more words (an error page quotes messages).
+        worded = QUOTED_ERROR.search(text) or len(text.split()) >= 4
+        if not worded or not isinstance(literal.parent, nodes.paragraph):
             continue
         section = literal.parent
         while section is not None and not isinstance(section, nodes.section):

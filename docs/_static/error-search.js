@@ -14,8 +14,9 @@
 "use strict";
 
 const ErrorSearch = {
-  // Sphinx's stopwords where the search page defines them; these where it does not (tests).
-  stopwords: typeof stopwords !== "undefined" ? stopwords : new Set(
+  // Words too common to tell messages apart; the same list wherever this runs (the search page,
+  // and V8 in the tests), so that a match does not depend on the Sphinx version's own list.
+  stopwords: new Set(
     ["a", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
       "near", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there",
       "these", "they", "this", "to", "was", "will", "with"]),
@@ -68,14 +69,23 @@ const ErrorSearch = {
   ),
 
   // Each message's words: its fixed words, and its quoted names too where it has fewer than 4
-  // fixed words (a query must then hold every name); and each word's weight, the log of how
-  // rare it is among the messages.
+  // fixed words (a query must then hold every name, as it must every API name the message
+  // writes); and each word's weight, the log of how rare it is among the messages.
   index: (records) => {
     const entries = records.map((record) => {
       const words = ErrorSearch.words(record.message);
       const names = words.size < 4 ? ErrorSearch.names(record.message) : new Set();
       for (const name of names) words.add(name);
-      return { record, words, names };
+      // An API's name written in a message (PositionalSharding, StreamExecutor, shard_map()) is
+      // what the message is about: a query that holds less than most of the message must hold it.
+      const apis = new Set();
+      const written = ErrorSearch.fixed(record.message);
+      for (const name of written.match(/\b[A-Za-z]+[a-z][A-Z]\w*/g) || []) {
+        if (!/(Error|Exception|Warning)$/.test(name)) apis.add(name.toLowerCase());
+      }
+      // A function named by its call, as Python's "f() got an unexpected keyword argument".
+      for (const [, name] of written.matchAll(/\b([A-Za-z_]\w*)\(\)/g)) apis.add(name.toLowerCase());
+      return { record, words, names, apis };
     });
     const counts = new Map();
     for (const { words } of entries) for (const word of words) counts.set(word, (counts.get(word) || 0) + 1);
@@ -94,7 +104,7 @@ const ErrorSearch = {
     }
     const { entries, weight } = ErrorSearch._index;
     const found = [];
-    for (const { record, words, names } of entries) {
+    for (const { record, words, names, apis } of entries) {
       if (words.size === 0 || [...names].some((name) => !asked.has(name))) continue;
       let held = 0, total = 0, shared = 0;
       for (const word of words) {
@@ -107,6 +117,7 @@ const ErrorSearch = {
       const inQuery = held / total;
       const inMessage = [...fixed].filter((word) => words.has(word)).length / fixed.size;
       const quoted = fixed.size >= 3 && ErrorSearch.plain(record.message).includes(phrase);
+      if (!quoted && inQuery < 0.85 && [...apis].some((name) => !asked.has(name))) continue;
       const matches = (inQuery >= 0.6 && shared >= Math.min(3, words.size)) ||
         (inMessage >= 0.9 && fixed.size >= 6) || quoted;
       if (matches) found.push({ record, coverage: quoted ? 1 : Math.max(inQuery, inMessage), held });
