@@ -73,16 +73,22 @@ def title_quotes(title: str, message: str) -> bool:
     return False
 
 
+def section_of(node: nodes.Node) -> nodes.section | None:
+    """The section ``node`` is in, if it has an id to link to."""
+    section = node.parent
+    while section is not None and not isinstance(section, nodes.section):
+        section = section.parent
+    return section if section is not None and section["ids"] else None
+
+
 def raised_errors(doctree: nodes.document) -> list[dict[str, Any]]:
     """Each error raised on purpose in ``doctree``: its first line and the section around it."""
     found = []
     for cell in doctree.findall(nodes.container):
         if "tag_raises-exception" not in cell["classes"]:
             continue
-        section = cell.parent
-        while section is not None and not isinstance(section, nodes.section):
-            section = section.parent
-        if section is None or not section["ids"]:
+        section = section_of(cell)
+        if section is None:
             continue
         title = section[0].astext()
         for output in cell.findall(nodes.literal_block):
@@ -123,10 +129,8 @@ def quoted_in_prose(doctree: nodes.document) -> list[dict[str, Any]]:
         worded = QUOTED_ERROR.search(text) or len(text.split()) >= 4
         if not worded or not isinstance(literal.parent, nodes.paragraph):
             continue
-        section = literal.parent
-        while section is not None and not isinstance(section, nodes.section):
-            section = section.parent
-        if section is None or not section["ids"]:
+        section = section_of(literal)
+        if section is None:
             continue
         found.append(
             {
