@@ -425,6 +425,8 @@ def test_a_step_that_fits_needs_no_change():
     assert planner.plan(small)["fits"] and planner.suggest(small) is None
 
 
+# A recorded H200 step's size (SMALL's kernels would be all launch overhead): the expected time
+# is only planned, never compiled, so the size costs nothing.
 ONE_GPU = dict(
     layers=12,
     width=1024,
